@@ -1,0 +1,71 @@
+//! SHA-256 digests over the canonical forms.
+
+use sha2::{Digest, Sha256};
+
+use crate::value::Value;
+use crate::write::{WriteError, to_jcs, to_python_compact};
+
+/// Lowercase hex of SHA-256 over `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// `sha256:` + lowercase hex of SHA-256 over `bytes`.
+pub fn sha256_prefixed(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// Lowercase hex of any byte string.
+pub fn hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+/// A copy of `value` with the named top-level keys removed (non-objects are returned whole).
+pub fn without_top_level(value: &Value, keys: &[&str]) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !keys.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `sha256:<hex>` of the JCS bytes of `value` without the named top-level keys.
+///
+/// # Errors
+/// When the value cannot be written as JCS.
+pub fn jcs_hash_without(value: &Value, excluded: &[&str]) -> Result<String, WriteError> {
+    let bytes = match value {
+        Value::Object(map) if excluded.iter().any(|k| map.contains_key(*k)) => {
+            to_jcs(&without_top_level(value, excluded))?
+        }
+        _ => to_jcs(value)?,
+    };
+    Ok(sha256_prefixed(&bytes))
+}
+
+/// The Cookwala document hash: JCS without the top-level `hash` and `signature`.
+///
+/// # Errors
+/// When the value cannot be written as JCS.
+pub fn document_hash(value: &Value) -> Result<String, WriteError> {
+    jcs_hash_without(value, &["hash", "signature"])
+}
+
+/// Bare lowercase hex of SHA-256 over the compact sorted Python form of `value` without the
+/// named top-level keys (the DWP `contract_id` uses `&["contract_id"]`).
+///
+/// # Errors
+/// Values nested deeper than the writer allows.
+pub fn python_id_without(value: &Value, excluded: &[&str]) -> Result<String, WriteError> {
+    Ok(sha256_hex(&to_python_compact(&without_top_level(value, excluded))?))
+}

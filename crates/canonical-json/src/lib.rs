@@ -1,0 +1,37 @@
+//! Strict JSON and the canonical byte forms that both standards hash and sign.
+//!
+//! Cookwala hashes and signs RFC 8785 (JCS) bytes; DWP derives its `contract_id` from the bytes
+//! of Python's `json.dumps(obj, sort_keys=True, separators=(',', ':'))`. The two forms disagree on
+//! key order (UTF-16 code units vs code points), on non-ASCII text (raw UTF-8 vs `\uXXXX`) and on
+//! numbers (ECMAScript layout vs Python `repr`, integral floats as `16` vs `16.0`), so this crate
+//! keeps one value model and two writers, and nothing else in the workspace serialises bytes that
+//! get hashed.
+//!
+//! The main pieces:
+//! - [`parse`]: a strict parser into [`Value`]. It rejects duplicate keys (serde_json would keep
+//!   the last one silently), lone surrogates, trailing data, non-finite numbers, and nesting or
+//!   size beyond [`Limits`]; errors carry a byte offset. Integers and floats stay apart, and
+//!   integers of any size stay exact.
+//! - [`to_jcs`]: RFC 8785 bytes (integers beyond ±(2^53 − 1) are refused, as upstream does).
+//! - [`to_python`], [`to_python_compact`], [`to_python_pretty`]: the Python-compatible forms.
+//! - [`digest`]: `sha256:<hex>` document hashes and bare-hex ids.
+//!
+//! Everything here is pure: no I/O, no clock.
+
+mod parse;
+mod value;
+mod write;
+
+pub mod digest;
+
+pub use parse::{
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind, parse, parse_with,
+};
+pub use value::{BigDecimalText, Finite, Integer, Map, Number, Value};
+pub use write::{
+    MAX_SAFE_INTEGER, MAX_WRITE_DEPTH, PyFormat, WriteError, es_number_string, python_float_repr,
+    to_jcs, to_python, to_python_compact, to_python_pretty, write_jcs,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,73 @@
+use canonical_json::{
+    Finite, Integer, Map, Number, PyFormat, Value, WriteError, parse, to_jcs, to_python, to_python_compact,
+};
+use proptest::prelude::*;
+
+fn arb_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-(1i64 << 53) + 1..(1i64 << 53)).prop_map(|n| Value::Number(Number::Int(Integer::Small(n)))),
+        any::<f64>()
+            .prop_filter_map("finite", Finite::new)
+            .prop_map(|x| Value::Number(Number::Float(x))),
+        "\\PC{0,12}".prop_map(Value::String),
+        any::<String>().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(5, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(any::<String>(), inner, 0..6)
+                .prop_map(|m: std::collections::BTreeMap<String, Value>| Value::Object(m as Map)),
+        ]
+    })
+}
+
+/// JCS collapses integral floats into integers, so compare numerically.
+fn same(a: &Value, b: &Value) -> bool {
+    a.loose_eq(b)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn jcs_reparses_to_an_equal_value_and_is_idempotent(v in arb_value()) {
+        let bytes = to_jcs(&v).unwrap();
+        let back = parse(&bytes).unwrap();
+        prop_assert!(same(&v, &back));
+        match to_jcs(&back) {
+            Ok(again) => prop_assert_eq!(again, bytes),
+            // An integral double between 2^53 and 1e21 is written in integer layout, and
+            // integer literals that large are refused on input, as the reference does.
+            Err(WriteError::IntegerOutOfRange(_)) => {}
+            Err(e) => prop_assert!(false, "unexpected {e}"),
+        }
+    }
+
+    #[test]
+    fn python_forms_reparse_exactly(v in arb_value()) {
+        let compact = to_python_compact(&v).unwrap();
+        prop_assert_eq!(&parse(&compact).unwrap(), &v);
+        let pretty = to_python(&v, PyFormat::PRETTY).unwrap();
+        prop_assert_eq!(&parse(&pretty).unwrap(), &v);
+        let unicode = to_python(&v, PyFormat { indent: None, keep_unicode: true }).unwrap();
+        prop_assert_eq!(&parse(&unicode).unwrap(), &v);
+        // Compact ensure_ascii output is pure ASCII.
+        prop_assert!(compact.is_ascii());
+    }
+
+    #[test]
+    fn parser_never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+        let _ = parse(&bytes);
+    }
+
+    #[test]
+    fn parser_agrees_with_serde_json_on_valid_text(v in arb_value()) {
+        let text = to_python_compact(&v).unwrap();
+        let theirs: serde_json::Value = serde_json::from_slice(&text).unwrap();
+        let ours = parse(&text).unwrap();
+        let rendered = serde_json::to_vec(&theirs).unwrap();
+        prop_assert!(same(&parse(&rendered).unwrap(), &ours));
+    }
+}

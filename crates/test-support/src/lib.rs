@@ -1,0 +1,63 @@
+//! Helpers for integration tests: locating `../shared`, external tools, and scratch data.
+//!
+//! Interop suites read the standards' data files from `../shared` beside the checkout. In CI
+//! (`CI=true`) a missing folder or tool is a loud failure; elsewhere the test prints a notice
+//! and skips, so a contributor without the folder can still run the rest.
+
+#![allow(clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// True when running under CI (`CI=true` or `CI=1`).
+pub fn in_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true" | "1" | "TRUE" | "True"))
+}
+
+/// The workspace root (the folder holding the virtual manifest).
+pub fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.ancestors().nth(2).map(Path::to_path_buf).unwrap_or_else(|| manifest.to_path_buf())
+}
+
+/// `../shared/<sub>` next to the workspace, or `None` (with a notice) outside CI.
+///
+/// The location can be overridden with `COOKWALA_SHARED_DIR`.
+///
+/// # Panics
+/// Under CI when the folder is missing: interop suites must not skip there.
+pub fn shared(sub: &str) -> Option<PathBuf> {
+    let base = std::env::var_os("COOKWALA_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("..").join("shared"));
+    let path = base.join(sub);
+    if path.exists() {
+        return Some(path);
+    }
+    if in_ci() {
+        panic!("CI=true but {} is missing: interop suites cannot run", path.display());
+    }
+    eprintln!("notice: {} not found; skipping this interop test", path.display());
+    None
+}
+
+/// Checks that an external program runs (`PROGRAM --version`), or `None` with a notice.
+///
+/// # Panics
+/// Under CI when the program is missing.
+pub fn tool(program: &str) -> Option<PathBuf> {
+    let ok = Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success());
+    if ok {
+        return Some(PathBuf::from(program));
+    }
+    if in_ci() {
+        panic!("CI=true but `{program}` is not available: this interop test cannot run");
+    }
+    eprintln!("notice: `{program}` not available; skipping this test");
+    None
+}
+
+/// Reads a file to a string, panicking with the path on failure (tests only).
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
