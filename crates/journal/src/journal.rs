@@ -1,0 +1,320 @@
+//! The single writer of one journal file.
+
+use std::fs::{self, File, TryLockError};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use crate::atomic::sync_parent_dir;
+use crate::error::{Error, IoContext};
+use crate::scan::{self, Damage, Record, ScanReport, Validator};
+
+/// When appended data is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Durability {
+    /// Every [`Journal::append`] / [`Journal::append_batch`] returns only
+    /// after `fdatasync` succeeded.
+    #[default]
+    EveryAppend,
+    /// Appends are written but not synced; call [`Journal::sync`] to make
+    /// everything written so far durable (group commit across calls).
+    /// Dropping the journal syncs on a best-effort basis.
+    Batched,
+}
+
+/// How [`Journal::open`] opens a journal.
+#[derive(Debug, Clone, Copy)]
+pub struct OpenOptions {
+    create: bool,
+    durability: Durability,
+    validator: Validator,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self { create: false, durability: Durability::default(), validator: scan::json_line }
+    }
+}
+
+impl OpenOptions {
+    /// The defaults: do not create, [`Durability::EveryAppend`],
+    /// [`json_line`](crate::json_line) validator.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Create the file (and fsync its directory) if it does not exist.
+    #[must_use]
+    pub fn create(mut self, create: bool) -> Self {
+        self.create = create;
+        self
+    }
+
+    /// Choose when appends are made durable.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Replace the record validator used by the scan and by appends.
+    #[must_use]
+    pub fn validator(mut self, validator: Validator) -> Self {
+        self.validator = validator;
+        self
+    }
+}
+
+/// The exclusive writer of one append-only NDJSON file.
+///
+/// Holds an exclusive advisory lock on the file until dropped. See the
+/// crate documentation for the guarantees.
+#[derive(Debug)]
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    /// The size the file must have before the next write.
+    end: u64,
+    records: u64,
+    durability: Durability,
+    validator: Validator,
+    /// Written but not yet synced data exists (batched mode).
+    dirty: bool,
+    poisoned: bool,
+}
+
+impl Journal {
+    /// Opens the journal at `path` for appending, locks it, scans it and
+    /// repairs any damage.
+    ///
+    /// The returned report describes the file *before* repair; when it
+    /// carries [`Damage`], the file has already been repaired and synced
+    /// (truncated at [`Damage::TornTail`]'s offset, or the newline of
+    /// [`Damage::MissingNewline`] restored) and the caller should record
+    /// the repair, e.g. by appending a repair event.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Locked`] if another `Journal` holds the file;
+    /// [`Error::Collision`] if the file changed between scan and repair;
+    /// [`Error::Io`] for I/O failures (including a missing file without
+    /// [`OpenOptions::create`]).
+    pub fn open(
+        path: impl AsRef<Path>,
+        options: &OpenOptions,
+    ) -> Result<(Self, ScanReport), Error> {
+        let path = path.as_ref().to_path_buf();
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(options.create)
+            .open(&path)
+            .at(&path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(Error::Locked { path }),
+            Err(TryLockError::Error(source)) => return Err(Error::io(path, source)),
+        }
+        let report =
+            scan::scan_reader(BufReader::new(&file), options.validator, |_, _| {}).at(&path)?;
+        if options.create && report.file_len == 0 {
+            // The file may just have been created: make its name durable.
+            sync_parent_dir(&path)?;
+        }
+        let mut journal = Self {
+            file,
+            path,
+            end: report.file_len,
+            records: report.records,
+            durability: options.durability,
+            validator: options.validator,
+            dirty: false,
+            poisoned: false,
+        };
+        journal.check_position()?;
+        match report.damage {
+            None => {}
+            Some(Damage::TornTail { byte_offset, .. }) => {
+                journal.file.set_len(byte_offset).at(&journal.path)?;
+                journal.file.sync_all().at(&journal.path)?;
+                journal.end = byte_offset;
+            }
+            Some(Damage::MissingNewline { .. }) => {
+                journal.write_and_sync(b"\n", 0, Durability::EveryAppend)?;
+            }
+        }
+        Ok((journal, report))
+    }
+
+    /// Appends one record: `line` plus `\n`, in one write. Returns the byte
+    /// offset the line starts at. With [`Durability::EveryAppend`] the
+    /// record is durable when this returns.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidLine`] if the line contains `\n`, is blank, is not
+    /// UTF-8 or fails the validator; [`Error::Collision`] if the file's
+    /// size is not what this writer left it at; [`Error::Poisoned`] after
+    /// an earlier failed fsync; [`Error::Io`] if writing or syncing fails
+    /// (the partial write is rolled back). Nothing is written on error.
+    pub fn append(&mut self, line: &[u8]) -> Result<u64, Error> {
+        self.check_line(line)?;
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        self.write_and_sync(&buf, 1, self.durability)
+    }
+
+    /// Appends several records with one write and (in
+    /// [`Durability::EveryAppend`] mode) one fsync. Returns the byte
+    /// offset of the first line; an empty batch writes nothing and returns
+    /// the current length. Every line is validated before anything is
+    /// written.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Journal::append`].
+    pub fn append_batch<I>(&mut self, lines: I) -> Result<u64, Error>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let mut buf = Vec::new();
+        let mut count = 0;
+        for line in lines {
+            let line = line.as_ref();
+            self.check_line(line)?;
+            buf.extend_from_slice(line);
+            buf.push(b'\n');
+            count += 1;
+        }
+        if count == 0 {
+            return Ok(self.end);
+        }
+        self.write_and_sync(&buf, count, self.durability)
+    }
+
+    /// Makes everything appended so far durable (only does work in
+    /// [`Durability::Batched`] mode).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the fsync fails, after which the writer is
+    /// poisoned; [`Error::Poisoned`] after an earlier failure.
+    pub fn sync(&mut self) -> Result<(), Error> {
+        self.check_usable()?;
+        if self.dirty {
+            if let Err(source) = self.file.sync_data() {
+                self.poisoned = true;
+                return Err(Error::io(&self.path, source));
+            }
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Reads the records this writer knows about (the first [`len`]
+    /// bytes) through its locked handle.
+    ///
+    /// [`len`]: Journal::len
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if reading fails.
+    pub fn read_records(&self) -> Result<Vec<Record>, Error> {
+        let mut reader = &self.file;
+        reader.seek(SeekFrom::Start(0)).at(&self.path)?;
+        let (records, _) =
+            scan::collect_records(BufReader::new(reader.take(self.end)), self.validator)
+                .at(&self.path)?;
+        Ok(records)
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's length in bytes as this writer left it.
+    pub fn len(&self) -> u64 {
+        self.end
+    }
+
+    /// True if the journal holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.end == 0
+    }
+
+    /// The number of records in the journal.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    fn check_usable(&self) -> Result<(), Error> {
+        if self.poisoned { Err(Error::Poisoned { path: self.path.clone() }) } else { Ok(()) }
+    }
+
+    fn check_line(&self, line: &[u8]) -> Result<(), Error> {
+        match scan::line_problem(line, self.validator) {
+            Some(reason) => Err(Error::InvalidLine { path: self.path.clone(), reason }),
+            None => Ok(()),
+        }
+    }
+
+    /// The position check: the file must be exactly as this writer left it.
+    fn check_position(&self) -> Result<(), Error> {
+        let found = self.file.metadata().at(&self.path)?.len();
+        if found == self.end {
+            Ok(())
+        } else {
+            Err(Error::Collision { path: self.path.clone(), expected: self.end, found })
+        }
+    }
+
+    /// Writes `buf` (holding `records` records) at the end in one write,
+    /// then syncs according to `durability`. Returns the start offset.
+    fn write_and_sync(
+        &mut self,
+        buf: &[u8],
+        records: u64,
+        durability: Durability,
+    ) -> Result<u64, Error> {
+        self.check_usable()?;
+        self.check_position()?;
+        let start = self.end;
+        if let Err(source) = (&self.file).write_all(buf) {
+            self.roll_back();
+            return Err(Error::io(&self.path, source));
+        }
+        self.dirty = true;
+        if durability == Durability::EveryAppend {
+            if let Err(source) = self.file.sync_data() {
+                // After a failed fsync the page cache cannot be trusted:
+                // undo what we can and refuse further writes.
+                self.roll_back();
+                self.poisoned = true;
+                return Err(Error::io(&self.path, source));
+            }
+            self.dirty = false;
+        }
+        self.end += buf.len() as u64;
+        self.records += records;
+        Ok(start)
+    }
+
+    /// Best effort: cut a failed write back to the last good size.
+    fn roll_back(&mut self) {
+        let restored = self.file.set_len(self.end).and_then(|()| self.file.sync_all());
+        if restored.is_err() {
+            self.poisoned = true;
+        }
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        if self.dirty && !self.poisoned {
+            // Best effort; call `sync` to observe the error.
+            let _ = self.file.sync_data();
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Append-only NDJSON journals that survive crashes, plus the small file
+//! protocols that go with them.
+//!
+//! # Purpose
+//!
+//! DWP plans keep their history in `journal.ndjson` and Cookwala missions
+//! keep event logs in the same shape: one complete JSON value per line,
+//! appended and never rewritten. This crate owns the byte-level discipline
+//! of such files so the record layers above it only deal in events:
+//!
+//! * [`Journal`] is the single writer of one journal file. Opening it takes
+//!   an exclusive advisory lock, scans the file, repairs the damage an
+//!   interrupted append can leave behind, and hands back a [`ScanReport`]
+//!   so the caller can record the repair (DWP appends a `journal_repair`
+//!   event). [`Journal::append`] writes one line and returns once it is
+//!   durable; [`Journal::append_batch`] writes several lines with one write
+//!   and one fsync (group commit).
+//! * [`scan`] and [`read_records`] are the read-only side: they report the
+//!   same damage but never modify the file.
+//! * [`lockdir::LockDir`] implements the cooperative `.ledger.lock/`
+//!   directory protocol of the upstream Python DWP tools, so Rust and
+//!   Python writers exclude each other.
+//! * [`atomic_replace`] replaces a projection file such as `state.json`
+//!   with temp file + fsync + rename + directory fsync.
+//!
+//! # Key design decisions
+//!
+//! **Upstream-compatible scanning.** The scanner reproduces the Python
+//! ledger's `read_journal` exactly: lines are split on `\n`; lines that are
+//! empty or consist only of ASCII whitespace are skipped (they are neither
+//! records nor damage); every other line must be valid UTF-8 and accepted by
+//! the [`Validator`] (by default: parses as JSON). Scanning *stops at the
+//! first bad line*, wherever it is. A corrupt line in the middle of the file
+//! therefore discards every later line on the next open-for-write, exactly
+//! as upstream does; the [`Damage::TornTail`] report carries the byte offset
+//! of the bad line and how many bytes the repair discards, and the cause
+//! texts are upstream's, byte for byte ([`CAUSE_UNDECODABLE`],
+//! [`CAUSE_UNPARSABLE`]). A file whose last line is complete but lacks its
+//! trailing newline is *not* torn: the event is kept and only the framing
+//! newline is restored ([`Damage::MissingNewline`], [`CAUSE_MISSING_NEWLINE`]).
+//!
+//! **Repair belongs to the writer, reporting to the caller.** [`scan`] never
+//! modifies anything. [`Journal::open`] always repairs (truncate at the bad
+//! line, or append the missing newline, then fsync) and returns the damage
+//! it found instead of writing its own repair record, because what such a
+//! record looks like is the caller's schema.
+//!
+//! **Two independent guards against a second writer.** The journal handle
+//! holds an exclusive `flock` ([`std::fs::File::try_lock`]) for its whole
+//! lifetime, which excludes other `Journal`s. Writers that bypass the lock
+//! (editors, older tools) are caught by the *position check*: before every
+//! write the writer compares the file's size with the size it expects and
+//! refuses with [`Error::Collision`] instead of interleaving histories.
+//!
+//! **One write per append.** A line and its newline go to the kernel in a
+//! single `write_all` on an `O_APPEND` handle, followed by `fdatasync`
+//! (unless [`Durability::Batched`] is chosen). A failed write is rolled back
+//! by truncating to the last good size; after a failed fsync the writer is
+//! poisoned ([`Error::Poisoned`]) because the page cache can no longer be
+//! trusted, and must be reopened (which rescans and repairs).
+//!
+//! **Appends are validated.** [`Journal::append`] refuses lines the scanner
+//! would reject (newlines, blank lines, invalid UTF-8, validator failures),
+//! because one bad line would make the next open discard everything written
+//! after it.
+//!
+//! **No unsafe, no clocks inside.** Process liveness uses
+//! `rustix::process::test_kill_process`; lock staleness is computed from a
+//! caller-supplied `now`, so tests can simulate time. UTC timestamps are
+//! formatted by a small civil-from-days routine ([`utc_timestamp`]) rather
+//! than a date crate.
+
+#![warn(missing_docs)]
+
+mod atomic;
+mod error;
+mod journal;
+pub mod lockdir;
+mod scan;
+mod time;
+
+pub use atomic::atomic_replace;
+pub use error::Error;
+pub use journal::{Durability, Journal, OpenOptions};
+pub use scan::{
+    CAUSE_MISSING_NEWLINE, CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport,
+    TornCause, Validator, json_line, read_records, scan,
+};
+pub use time::utc_timestamp;
+
+#[cfg(test)]
+mod tests;

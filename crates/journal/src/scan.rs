@@ -1,0 +1,240 @@
+//! Read-only scanning: finding the good prefix of a journal and describing
+//! the damage after it.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::Path;
+
+use crate::error::{Error, IoContext};
+
+/// Decides whether one line (without its `\n`, already known to be valid
+/// UTF-8) is a record. See [`json_line`] for the default.
+pub type Validator = fn(&[u8]) -> bool;
+
+/// The default [`Validator`]: the line parses as one JSON value (any type,
+/// surrounding whitespace allowed), as Python's `json.loads` would accept.
+///
+/// Known divergences from Python, all rejecting more: `NaN`/`Infinity`
+/// literals, lone UTF-16 surrogate escapes and nesting deeper than 128
+/// levels do not parse here.
+pub fn json_line(line: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+}
+
+/// Cause text of a torn tail whose first bad line is not valid UTF-8.
+pub const CAUSE_UNDECODABLE: &str = "undecodable bytes in final line";
+/// Cause text of a torn tail whose first bad line does not validate.
+pub const CAUSE_UNPARSABLE: &str = "final line does not parse (torn append)";
+/// Cause text of a final record that lost its framing newline.
+pub const CAUSE_MISSING_NEWLINE: &str =
+    "final event complete, framing newline restored after an interrupted append";
+
+/// Why a line ended the good prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TornCause {
+    /// The line is not valid UTF-8 ([`CAUSE_UNDECODABLE`]).
+    Undecodable,
+    /// The validator rejected the line ([`CAUSE_UNPARSABLE`]).
+    Unparsable,
+}
+
+impl TornCause {
+    /// The upstream cause text for this cause.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Undecodable => CAUSE_UNDECODABLE,
+            Self::Unparsable => CAUSE_UNPARSABLE,
+        }
+    }
+}
+
+impl fmt::Display for TornCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Damage found after the good prefix of a journal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Damage {
+    /// A line that is not a record. It and *everything after it* are not
+    /// part of the journal; the writer truncates the file at `byte_offset`.
+    ///
+    /// Usually this is the final line, torn by a crash mid-append, but a
+    /// corrupt line in the middle is treated the same way (upstream DWP
+    /// behaviour), which is why `discarded_bytes` is reported.
+    TornTail {
+        /// Where the bad line starts (= the length after repair).
+        byte_offset: u64,
+        /// Why the line is bad.
+        cause: TornCause,
+        /// How many bytes from `byte_offset` to the end of the file are
+        /// discarded by the repair.
+        discarded_bytes: u64,
+    },
+    /// Every line is a record but the file does not end with `\n`; the
+    /// writer appends the newline and keeps the final record.
+    MissingNewline {
+        /// The file length before the newline is restored (where it goes).
+        byte_offset: u64,
+    },
+}
+
+impl Damage {
+    /// The byte offset the damage is reported at (what DWP records in its
+    /// `journal_repair` event).
+    pub fn byte_offset(&self) -> u64 {
+        match *self {
+            Self::TornTail { byte_offset, .. } | Self::MissingNewline { byte_offset } => {
+                byte_offset
+            }
+        }
+    }
+
+    /// The upstream cause text (what DWP records in its `journal_repair`
+    /// event).
+    pub fn cause(&self) -> &'static str {
+        match *self {
+            Self::TornTail { cause, .. } => cause.as_str(),
+            Self::MissingNewline { .. } => CAUSE_MISSING_NEWLINE,
+        }
+    }
+}
+
+/// What a scan found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ScanReport {
+    /// Number of records in the good prefix (blank lines are not counted).
+    pub records: u64,
+    /// Length in bytes of the good prefix: everything before the first bad
+    /// line, including skipped blank lines.
+    pub good_len: u64,
+    /// Length in bytes of the whole file as scanned.
+    pub file_len: u64,
+    /// The damage after the good prefix, if any.
+    pub damage: Option<Damage>,
+}
+
+/// One record of a journal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Record {
+    /// Byte offset of the line's first byte in the file.
+    pub offset: u64,
+    /// The line, without its trailing `\n`.
+    pub line: Vec<u8>,
+}
+
+/// Scans the journal at `path` without modifying it.
+///
+/// # Errors
+///
+/// [`Error::Io`] if the file cannot be opened or read (a missing file is
+/// reported as such, see [`Error::is_not_found`]).
+pub fn scan(path: impl AsRef<Path>, validator: Validator) -> Result<ScanReport, Error> {
+    let path = path.as_ref();
+    let file = File::open(path).at(path)?;
+    scan_reader(BufReader::new(file), validator, |_, _| {}).at(path)
+}
+
+/// Reads the records of the good prefix of the journal at `path`, without
+/// modifying it, together with the scan report.
+///
+/// # Errors
+///
+/// As for [`scan`].
+pub fn read_records(
+    path: impl AsRef<Path>,
+    validator: Validator,
+) -> Result<(Vec<Record>, ScanReport), Error> {
+    let path = path.as_ref();
+    let file = File::open(path).at(path)?;
+    collect_records(BufReader::new(file), validator).at(path)
+}
+
+/// Scans `reader` collecting every record.
+pub(crate) fn collect_records(
+    reader: impl BufRead,
+    validator: Validator,
+) -> io::Result<(Vec<Record>, ScanReport)> {
+    let mut records = Vec::new();
+    let report = scan_reader(reader, validator, |offset, line| {
+        records.push(Record { offset, line: line.to_vec() });
+    })?;
+    Ok((records, report))
+}
+
+/// Python's `bytes.strip()` whitespace: blank lines are skipped upstream.
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'))
+}
+
+/// Why a line may not be appended, or `None` if the scanner accepts it.
+pub(crate) fn line_problem(line: &[u8], validator: Validator) -> Option<&'static str> {
+    if line.contains(&b'\n') {
+        Some("line contains a newline")
+    } else if is_blank(line) {
+        Some("line is empty or whitespace only")
+    } else if std::str::from_utf8(line).is_err() {
+        Some("line is not valid UTF-8")
+    } else if !validator(line) {
+        Some("line is rejected by the validator")
+    } else {
+        None
+    }
+}
+
+/// The scanner: calls `on_record(offset, line)` for every record of the
+/// good prefix and reports what it found. Reads `reader` to its end.
+pub(crate) fn scan_reader(
+    mut reader: impl BufRead,
+    validator: Validator,
+    mut on_record: impl FnMut(u64, &[u8]),
+) -> io::Result<ScanReport> {
+    let mut buf = Vec::new();
+    let mut offset = 0u64;
+    let mut records = 0u64;
+    let mut ends_with_newline = true;
+    let mut torn = None;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        let framed = buf.last() == Some(&b'\n');
+        let line = if framed { &buf[..n - 1] } else { &buf[..] };
+        if !is_blank(line) {
+            let cause = if std::str::from_utf8(line).is_err() {
+                Some(TornCause::Undecodable)
+            } else if !validator(line) {
+                Some(TornCause::Unparsable)
+            } else {
+                None
+            };
+            if let Some(cause) = cause {
+                torn = Some((cause, n as u64));
+                break;
+            }
+            on_record(offset, line);
+            records += 1;
+        }
+        offset += n as u64;
+        ends_with_newline = framed;
+    }
+    let (file_len, damage) = match torn {
+        Some((cause, bad_line_len)) => {
+            let rest = io::copy(&mut reader, &mut io::sink())?;
+            let discarded_bytes = bad_line_len + rest;
+            let damage = Damage::TornTail { byte_offset: offset, cause, discarded_bytes };
+            (offset + discarded_bytes, Some(damage))
+        }
+        None if !ends_with_newline => {
+            (offset, Some(Damage::MissingNewline { byte_offset: offset }))
+        }
+        None => (offset, None),
+    };
+    Ok(ScanReport { records, good_len: offset, file_len, damage })
+}

@@ -1,0 +1,187 @@
+//! Unit tests for the crate's internals.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::scan::{Damage, ScanReport, TornCause, line_problem, scan_reader};
+use crate::time::{civil_from_days, unix_seconds};
+use crate::{Error, json_line, utc_timestamp};
+
+fn at(secs: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+fn scan_bytes(bytes: &[u8]) -> (Vec<(u64, Vec<u8>)>, ScanReport) {
+    let mut seen = Vec::new();
+    let report =
+        scan_reader(bytes, json_line, |offset, line| seen.push((offset, line.to_vec()))).unwrap();
+    (seen, report)
+}
+
+/// Inverse of `civil_from_days` (Hinnant's `days_from_civil`), test only.
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let (month, day) = (i64::from(month), i64::from(day));
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let yoe = year.rem_euclid(400);
+    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[test]
+fn utc_timestamp_known_instants() {
+    assert_eq!(utc_timestamp(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    assert_eq!(utc_timestamp(at(951_782_400)), "2000-02-29T00:00:00Z");
+    assert_eq!(utc_timestamp(at(1_709_251_199)), "2024-02-29T23:59:59Z");
+    assert_eq!(utc_timestamp(at(1_714_000_000)), "2024-04-24T23:06:40Z");
+    assert_eq!(utc_timestamp(at(4_107_542_400)), "2100-03-01T00:00:00Z");
+    assert_eq!(utc_timestamp(at(253_402_300_799)), "9999-12-31T23:59:59Z");
+    // sub-second parts are dropped, never rounded up
+    assert_eq!(utc_timestamp(at(59) + Duration::from_millis(999)), "1970-01-01T00:00:59Z");
+}
+
+#[test]
+fn utc_timestamp_before_the_epoch_rounds_down() {
+    assert_eq!(utc_timestamp(UNIX_EPOCH - Duration::from_millis(1)), "1969-12-31T23:59:59Z");
+    assert_eq!(unix_seconds(UNIX_EPOCH - Duration::from_secs(1)), -1);
+    assert_eq!(unix_seconds(UNIX_EPOCH - Duration::from_millis(1500)), -2);
+    assert_eq!(
+        utc_timestamp(UNIX_EPOCH - Duration::from_secs(86_400 * 365)),
+        "1969-01-01T00:00:00Z"
+    );
+}
+
+#[test]
+fn civil_from_days_round_trips_and_advances_one_day_at_a_time() {
+    let mut previous = civil_from_days(-800_000);
+    for days in -799_999..800_000 {
+        let (year, month, day) = civil_from_days(days);
+        assert_eq!(days_from_civil(year, month, day), days);
+        assert!((1..=12).contains(&month) && (1..=31).contains(&day));
+        let next_day = (year, month, previous.2 + 1) == (previous.0, previous.1, day);
+        let next_month = day == 1 && (year, month) == (previous.0, previous.1 + 1);
+        let next_year = (year, month, day) == (previous.0 + 1, 1, 1);
+        assert!(next_day || next_month || next_year, "{previous:?} -> {year}-{month}-{day}");
+        previous = (year, month, day);
+    }
+}
+
+#[test]
+fn json_line_accepts_any_single_json_value() {
+    for good in [&b"{}"[..], b"[1,2]", b"1", b"\"x\"", b"null", b"  {\"a\":1}  ", b"{\"a\":1}\r"] {
+        assert!(json_line(good), "{}", String::from_utf8_lossy(good));
+    }
+    for bad in [&b""[..], b"{", b"{\"a\":1", b"{} {}", b"{\"a\":1}x", b"NaN", b"{'a':1}"] {
+        assert!(!json_line(bad), "{}", String::from_utf8_lossy(bad));
+    }
+}
+
+#[test]
+fn line_problem_mirrors_the_scanner() {
+    assert_eq!(line_problem(b"{}", json_line), None);
+    assert_eq!(line_problem(b"{}\n{}", json_line), Some("line contains a newline"));
+    assert_eq!(line_problem(b"", json_line), Some("line is empty or whitespace only"));
+    assert_eq!(line_problem(b" \t\x0b\x0c\r", json_line), Some("line is empty or whitespace only"));
+    assert_eq!(line_problem(b"\"\xff\"", json_line), Some("line is not valid UTF-8"));
+    assert_eq!(line_problem(b"{\"a\"", json_line), Some("line is rejected by the validator"));
+}
+
+#[test]
+fn scan_of_empty_input_is_clean() {
+    let (seen, report) = scan_bytes(b"");
+    assert!(seen.is_empty());
+    assert_eq!(report, ScanReport { records: 0, good_len: 0, file_len: 0, damage: None });
+}
+
+#[test]
+fn scan_reports_offsets_and_skips_blank_lines_like_upstream() {
+    let input = b"{\"a\":1}\n\n  \t\n{\"b\":2}\n\x0b\n[3]\n";
+    let (seen, report) = scan_bytes(input);
+    let offsets: Vec<u64> = seen.iter().map(|(offset, _)| *offset).collect();
+    assert_eq!(offsets, [0, 13, 23]);
+    assert_eq!(seen[1].1, b"{\"b\":2}");
+    let len = input.len() as u64;
+    assert_eq!(report, ScanReport { records: 3, good_len: len, file_len: len, damage: None });
+}
+
+#[test]
+fn scan_stops_at_the_first_bad_line_and_counts_discarded_bytes() {
+    let input = b"{\"a\":1}\n{\"b\":\n{\"c\":3}\n";
+    let (seen, report) = scan_bytes(input);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(report.records, 1);
+    assert_eq!(report.good_len, 8);
+    assert_eq!(report.file_len, input.len() as u64);
+    assert_eq!(
+        report.damage,
+        Some(Damage::TornTail {
+            byte_offset: 8,
+            cause: TornCause::Unparsable,
+            discarded_bytes: input.len() as u64 - 8,
+        })
+    );
+}
+
+#[test]
+fn scan_checks_utf8_before_the_validator() {
+    // accepts everything, so only the UTF-8 check can reject
+    let report = scan_reader(&b"ok\n\xc3\x28\n"[..], |_| true, |_, _| {}).unwrap();
+    assert_eq!(
+        report.damage,
+        Some(Damage::TornTail {
+            byte_offset: 3,
+            cause: TornCause::Undecodable,
+            discarded_bytes: 3
+        })
+    );
+}
+
+#[test]
+fn scan_treats_a_blank_unterminated_tail_as_missing_newline_like_upstream() {
+    // Python: torn is None and raw does not end with b'\n' => framing.
+    let (_, report) = scan_bytes(b"{}\n  ");
+    assert_eq!(report.records, 1);
+    assert_eq!(report.damage, Some(Damage::MissingNewline { byte_offset: 5 }));
+}
+
+#[test]
+fn damage_exposes_upstream_cause_texts() {
+    let torn = |cause| Damage::TornTail { byte_offset: 7, cause, discarded_bytes: 1 };
+    assert_eq!(torn(TornCause::Undecodable).cause(), "undecodable bytes in final line");
+    assert_eq!(torn(TornCause::Unparsable).cause(), "final line does not parse (torn append)");
+    let missing = Damage::MissingNewline { byte_offset: 9 };
+    assert_eq!(
+        missing.cause(),
+        "final event complete, framing newline restored after an interrupted append"
+    );
+    assert_eq!((torn(TornCause::Unparsable).byte_offset(), missing.byte_offset()), (7, 9));
+    assert_eq!(TornCause::Undecodable.to_string(), "undecodable bytes in final line");
+}
+
+#[test]
+fn error_messages() {
+    let path = PathBuf::from("/plan/journal.ndjson");
+    let collision = Error::Collision { path: path.clone(), expected: 10, found: 25 };
+    assert_eq!(
+        collision.to_string(),
+        "journal changed size behind this writer (expected 10 bytes, found 25) — another writer bypassed the lock; this session refuses to append rather than interleave histories"
+    );
+    let held = Error::LockHeld {
+        path: path.clone(),
+        identity: "dwp-ledger/6.0 pid:7".to_owned(),
+        started_ts: "2024-04-24T23:06:40Z".to_owned(),
+    };
+    assert_eq!(
+        held.to_string(),
+        "another writer holds the plan lock: dwp-ledger/6.0 pid:7 (started 2024-04-24T23:06:40Z); use --force only after verifying that writer is dead"
+    );
+    let io = Error::Io { path: path.clone(), error: std::io::Error::other("disk on fire") };
+    assert_eq!(io.to_string(), "/plan/journal.ndjson: disk on fire");
+    assert_eq!(io.path(), path);
+    assert!(!io.is_not_found());
+    let locked = Error::Locked { path: path.clone() };
+    assert_eq!(locked.to_string(), "/plan/journal.ndjson: journal is locked by another writer");
+    let not_found = Error::io(&path, std::io::ErrorKind::NotFound.into());
+    assert!(not_found.is_not_found());
+}

@@ -1,0 +1,10 @@
+//! Integration tests for `journal`: one binary, one module per topic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod atomic;
+mod crash;
+mod lockdir;
+mod repair;
+mod support;
+mod writer;
