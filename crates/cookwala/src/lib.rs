@@ -1,0 +1,48 @@
+//! Cookwala Core 0.2.1 integrity as a pure library: keys, signatures, selective disclosure,
+//! mission event logs, state machines and the conformance runner.
+//!
+//! Cookwala documents are hashed over RFC 8785 (JCS) canonical JSON and signed over a small
+//! signing header (RFC-0012). Every byte this crate hashes or signs comes from
+//! [`canonical_json::to_jcs`]; nothing here serialises JSON any other way for a digest.
+//!
+//! The main pieces:
+//! - [`b64`] and [`time`]: base64url without padding, and the reference timestamp rule turned
+//!   into comparable UTC [`time::Instant`]s.
+//! - [`keys`]: [`keys::KeyRecord`], [`keys::KeySet`] (first matching `kid` wins; loaders for key
+//!   arrays, `/.well-known/cookwala.json`, did:web documents and capabilities documents) and
+//!   [`keys::SigningKey`] (Ed25519 and ES256, key files).
+//! - [`signature`]: signing and the one ordered verification path shared by documents, events and
+//!   checkpoints, with the reference's reason codes ([`signature::Reason`]).
+//! - [`disclosure`]: salted digests of disclosed values.
+//! - [`mission`]: event and checkpoint hashes, chain / checkpoint verification, fork detection,
+//!   replay over the mission transition table, and a [`mission::Sequencer`] that writes signed
+//!   logs (optionally `hash_only`, with erasable payloads).
+//! - [`execution`]: the execution state machine.
+//! - [`conformance`]: runs the standard's vector files and computes their `vectors_hash`.
+//!
+//! **Key design decision: the upstream reference is the algorithm.** Where the standard's prose
+//! is loose, the reference library (`tools/cookwala_ref.py`) decides: check order, reason
+//! strings, comparison edges (a key is revoked *at* `revokedAt`, still valid *at* `validTo`) and
+//! what is deliberately not checked (unsigned events in a chain, witness independence by `kid`).
+//! We depart from it only to fail closed where it would crash, and to verify ES256, which it
+//! lacks: `publicKey` is the base64url SEC1 point (65-byte uncompressed, 33-byte compressed
+//! accepted), `sig` the base64url 64-byte `r‖s`, high-S accepted.
+//!
+//! **Purity.** No file I/O, no clock, no randomness: times, RNGs and storage
+//! ([`mission::EventStore`], [`mission::PayloadStore`]) are passed in. A `journal::Journal`
+//! opened by the caller is an [`mission::EventStore`].
+
+pub mod b64;
+pub mod conformance;
+pub mod disclosure;
+pub mod execution;
+pub mod keys;
+pub mod mission;
+pub mod signature;
+pub mod time;
+
+pub use keys::{Alg, KeyRecord, KeySet, SigningAlg, SigningKey};
+pub use signature::{Reason, SignedKind, Verdict, attach, sign, verify_signature};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,83 @@
+use canonical_json::{Map, Number, Value};
+use cookwala::keys::KeySet;
+use cookwala::mission::{detect_fork, verify_chain, verify_checkpoint};
+use cookwala::signature::{SignedKind, verify_signature};
+use proptest::prelude::*;
+
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter_map("finite", canonical_json::Finite::new)
+            .prop_map(|f| Value::Number(Number::Float(f))),
+        "[a-zA-Z0-9_:#+. -]{0,24}".prop_map(Value::from),
+        prop_oneof![
+            Just("EdDSA"),
+            Just("ES256"),
+            Just("k"),
+            Just("2026-01-01T00:00:00Z"),
+            Just("2025-01-01T00:00:00+01:00"),
+            Just("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"),
+        ]
+        .prop_map(Value::from),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 24, 6, |inner| {
+        let keys = prop_oneof![
+            Just("kid".to_owned()),
+            Just("alg".to_owned()),
+            Just("sig".to_owned()),
+            Just("signedAt".to_owned()),
+            Just("publicKey".to_owned()),
+            Just("validFrom".to_owned()),
+            Just("validTo".to_owned()),
+            Just("revokedAt".to_owned()),
+            Just("signature".to_owned()),
+            Just("kind".to_owned()),
+            Just("seq".to_owned()),
+            Just("head".to_owned()),
+            Just("witnesses".to_owned()),
+            "[a-z]{1,6}",
+        ];
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(keys, inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect::<Map>())),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn verification_never_panics(doc in value(), sig in value(), keys in value(), events in prop::collection::vec(value(), 0..3)) {
+        let mut doc = doc;
+        if let Some(map) = doc.as_object_mut() {
+            map.insert("signature".into(), sig);
+        }
+        let set = KeySet::from_value(&keys).unwrap_or_default();
+        for kind in [SignedKind::Document, SignedKind::Event, SignedKind::Checkpoint] {
+            let _ = verify_signature(&doc, &set, kind);
+        }
+        let _ = verify_chain(&events, Some(&set));
+        let _ = verify_checkpoint(&events, &doc, &set);
+        let _ = detect_fork(&doc, &keys);
+        let _ = cookwala::disclosure::verify(&doc);
+        for suite in ["hash", "signature", "disclosure", "ledger", "transitions", "units"] {
+            let _ = cookwala::conformance::run_vector(suite, &doc);
+        }
+    }
+
+    #[test]
+    fn arbitrary_key_records_never_panic(record in value(), sig in value()) {
+        let keys = Value::Array(vec![record]);
+        if let Ok(set) = KeySet::from_value(&keys) {
+            let mut doc = Map::new();
+            doc.insert("signature".into(), sig);
+            let _ = verify_signature(&Value::Object(doc), &set, SignedKind::Document);
+        }
+    }
+}
