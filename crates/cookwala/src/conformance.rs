@@ -61,6 +61,16 @@ impl SuiteReport {
     }
 }
 
+/// The Core vector files, by suite name (`<suite>.json` in the vectors folder). Profile suites
+/// are `profiles/<stem>` for every file in its `profiles/` subfolder.
+pub const CORE_SUITES: [&str; 8] =
+    ["hash", "signature", "disclosure", "ledger", "units", "envelope", "dryrun", "transitions"];
+
+/// True when this build can run `suite` (others count as failed, never as skipped).
+pub fn is_supported(suite: &str) -> bool {
+    matches!(suite, "hash" | "signature" | "disclosure" | "ledger" | "transitions")
+}
+
 /// Computes the result of one vector of `suite`.
 ///
 /// # Errors

@@ -1,0 +1,174 @@
+//! `cookwala keygen`, `sign` and `verify`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use canonical_json::{Map, Value};
+use clap::ValueEnum;
+use cookwala::keys::{KeySet, SigningAlg, SigningKey};
+use cookwala::signature::{self, SignedKind};
+
+use crate::clock::now_rfc3339;
+use crate::input::read_json;
+use crate::output::{compact, create_private, emit, pretty};
+
+/// Signature algorithms on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum AlgArg {
+    /// Ed25519 (the default, and the only one the upstream reference verifies)
+    #[value(name = "EdDSA")]
+    EdDsa,
+    /// ECDSA P-256 with SHA-256 (r||s signatures, SEC1 public keys)
+    #[value(name = "ES256")]
+    Es256,
+}
+
+impl From<AlgArg> for SigningAlg {
+    fn from(alg: AlgArg) -> SigningAlg {
+        match alg {
+            AlgArg::EdDsa => SigningAlg::EdDsa,
+            AlgArg::Es256 => SigningAlg::Es256,
+        }
+    }
+}
+
+/// What a signature covers: documents, mission-log events or checkpoints.
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub enum KindArg {
+    /// A document (header `kind` = the document's own `kind`, when it has one)
+    #[default]
+    Document,
+    /// A mission-log event (header `kind` = "Event"; `proposedBy` excluded from the hash)
+    Event,
+    /// A checkpoint (header `kind` = "Checkpoint"; `witnesses` excluded from the hash)
+    Checkpoint,
+}
+
+impl From<KindArg> for SignedKind {
+    fn from(kind: KindArg) -> SignedKind {
+        match kind {
+            KindArg::Document => SignedKind::Document,
+            KindArg::Event => SignedKind::Event,
+            KindArg::Checkpoint => SignedKind::Checkpoint,
+        }
+    }
+}
+
+/// A file-name-safe form of a key id (`did:web:x#k1` → `did_web_x_k1`).
+pub fn file_stem(kid: &str) -> String {
+    let stem: String = kid
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .collect();
+    let stem = stem.trim_matches('.').to_owned();
+    if stem.is_empty() { "key".to_owned() } else { stem }
+}
+
+/// Generates a key pair: `<kid>.key.json` (private, mode 0600) and `<kid>.pub.json`
+/// (a KeySet with the public KeyRecord, usable with `--keys`).
+pub fn keygen(
+    alg: AlgArg,
+    kid: &str,
+    out: &Path,
+    valid_from: Option<String>,
+    json: bool,
+) -> Result<()> {
+    if kid.trim().is_empty() {
+        bail!("--kid must not be empty");
+    }
+    let valid_from = valid_from.unwrap_or_else(now_rfc3339);
+    if !cookwala::time::is_timestamp(&valid_from) {
+        bail!("--valid-from {valid_from:?} is not an RFC 3339 timestamp");
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let key = SigningKey::generate(alg.into(), &mut rand::rng());
+    let stem = file_stem(kid);
+    let private_path = out.join(format!("{stem}.key.json"));
+    let public_path = out.join(format!("{stem}.pub.json"));
+    create_private(&private_path, &pretty(&key.to_key_file(kid))?)?;
+    let keyset = KeySet::from_records(vec![key.key_record(kid, &valid_from)]);
+    emit(&keyset.to_value(), Some(&public_path))?;
+    if json {
+        let summary: Value = [
+            ("kid", Value::from(kid)),
+            ("alg", Value::from(key.alg().as_str())),
+            ("publicKey", Value::from(key.public_key())),
+            ("privateKeyFile", Value::from(private_path.display().to_string())),
+            ("keysFile", Value::from(public_path.display().to_string())),
+        ]
+        .into_iter()
+        .collect();
+        println!("{}", compact(&summary)?);
+    } else {
+        println!("private key: {}", private_path.display());
+        println!("public keys: {}", public_path.display());
+        println!("{} {} {}", key.alg().as_str(), kid, key.public_key());
+    }
+    Ok(())
+}
+
+/// Loads a private key file written by `keygen`.
+pub fn load_signing_key(path: &Path) -> Result<(String, SigningKey)> {
+    let value = read_json(path)?;
+    SigningKey::from_key_file(&value)
+        .with_context(|| format!("{} is not a cookwala key file", path.display()))
+}
+
+/// Loads and merges key sets (KeyRecord lists, well-known documents, did:web documents,
+/// capabilities documents).
+pub fn load_keys(paths: &[PathBuf]) -> Result<KeySet> {
+    let mut keys = KeySet::new();
+    for path in paths {
+        let value = read_json(path)?;
+        let set = KeySet::from_value(&value)
+            .with_context(|| format!("{} holds no usable key records", path.display()))?;
+        keys.extend(set);
+    }
+    Ok(keys)
+}
+
+/// Options of `cookwala sign`.
+#[derive(Debug)]
+pub struct SignArgs {
+    pub key: PathBuf,
+    pub kid: Option<String>,
+    pub signed_at: Option<String>,
+    pub kind: KindArg,
+    pub doc: PathBuf,
+    pub out: Option<PathBuf>,
+}
+
+/// Signs a document and writes it with its `signature`.
+pub fn sign(args: &SignArgs) -> Result<()> {
+    let (file_kid, key) = load_signing_key(&args.key)?;
+    let kid = args.kid.clone().unwrap_or(file_kid);
+    let signed_at = args.signed_at.clone().unwrap_or_else(now_rfc3339);
+    let doc = read_json(&args.doc)?;
+    let signed = signature::attach(&doc, &key, &kid, &signed_at, args.kind.into())
+        .with_context(|| format!("cannot sign {}", args.doc.display()))?;
+    emit(&signed, args.out.as_deref())
+}
+
+/// Verifies a document's signature; prints `ok` or the reason code. Returns whether it is ok.
+pub fn verify(keys: &[PathBuf], doc: &Path, kind: KindArg, json: bool) -> Result<bool> {
+    let keys = load_keys(keys)?;
+    let doc = read_json(doc)?;
+    let verdict = signature::verify_signature(&doc, &keys, kind.into());
+    let reason = verdict.reason.as_str();
+    if json {
+        let mut map = Map::new();
+        map.insert("ok".into(), verdict.is_ok().into());
+        map.insert("reason".into(), reason.into());
+        if let Some(sig) = doc.get("signature") {
+            for field in ["kid", "alg", "signedAt"] {
+                if let Some(v) = sig.get(field) {
+                    map.insert(field.into(), v.clone());
+                }
+            }
+        }
+        println!("{}", compact(&Value::Object(map))?);
+    } else {
+        println!("{reason}");
+    }
+    Ok(verdict.is_ok())
+}

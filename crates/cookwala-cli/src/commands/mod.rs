@@ -1,0 +1,8 @@
+//! One module per subcommand: parse arguments, load inputs, call the library, print.
+
+pub mod canon;
+pub mod conformance;
+pub mod demo;
+pub mod disclose;
+pub mod keys;
+pub mod log;

@@ -1,0 +1,60 @@
+use crate::{assert_exit, cookwala, cookwala_in, stderr, stdout};
+
+#[test]
+fn canon_writes_jcs_without_trailing_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = cookwala_in(dir.path(), &["canon"], br#"{ "b": 1.0, "a": [1e21, "\u00e9"] }"#);
+    assert_exit(&out, 0);
+    assert_eq!(out.stdout, "{\"a\":[1e+21,\"é\"],\"b\":1}".as_bytes());
+    std::fs::write(dir.path().join("d.json"), br#"{"z":1,"a":-0.0}"#).unwrap();
+    let out = cookwala(dir.path(), &["canon", "d.json"]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out), r#"{"a":0,"z":1}"#);
+}
+
+#[test]
+fn canon_refuses_bad_input_with_a_message_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let cases: Vec<(&[u8], &str)> = vec![
+        (br#"{"a":1,"a":2}"#, "duplicate object key \"a\" at byte 7"),
+        (b"[1,2", "unexpected end of input at byte 4"),
+        (b"{} {}", "trailing data"),
+        (b"NaN", "unexpected character 'N' at byte 0"),
+        (br#""\ud800""#, "lone UTF-16 surrogate"),
+        (b"9007199254740993", "outside the JCS safe range"),
+        (b"\xff\xfe", "unexpected byte 0xff"),
+        (b"", "unexpected end of input"),
+        (deep.as_bytes(), "nesting deeper than 512 levels"),
+    ];
+    for (input, message) in cases {
+        let out = cookwala_in(dir.path(), &["canon", "-"], input);
+        assert_exit(&out, 1);
+        assert!(out.stdout.is_empty(), "no partial output");
+        assert!(stderr(&out).contains(message), "{message}: {}", stderr(&out));
+    }
+    let out = cookwala(dir.path(), &["canon", "missing.json"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("cannot open missing.json"));
+}
+
+#[test]
+fn hash_prints_the_document_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d.json"), br#"{"a":1,"hash":"sha256:00","signature":{}}"#)
+        .unwrap();
+    let expected = canonical_json::digest::sha256_prefixed(br#"{"a":1}"#);
+    let out = cookwala(dir.path(), &["hash", "d.json"]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out), format!("{expected}\n"));
+    let out = cookwala(dir.path(), &["hash", "--json", "d.json"]);
+    assert_eq!(stdout(&out), format!("{{\"hash\":\"{expected}\"}}\n"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_exit(&cookwala(dir.path(), &["hash"]), 2);
+    assert_exit(&cookwala(dir.path(), &["frobnicate"]), 2);
+    assert_exit(&cookwala(dir.path(), &["verify", "x.json"]), 2);
+}
