@@ -61,3 +61,23 @@ pub fn tool(program: &str) -> Option<PathBuf> {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The upstream sample bundle (`cookwala_samples/data/bundle.json` from the PyPI package
+/// `cookwala-samples` 0.3.0), fetched by `.ci/fetch-ext` into `target/ext/`, or the file named
+/// by `COOKWALA_SAMPLES_BUNDLE`. `None` with a notice outside CI when it is missing.
+///
+/// # Panics
+/// Under CI when the bundle is missing.
+pub fn samples_bundle() -> Option<PathBuf> {
+    let path = std::env::var_os("COOKWALA_SAMPLES_BUNDLE").map(PathBuf::from).unwrap_or_else(|| {
+        workspace_root().join("target/ext/cookwala_samples/data/bundle.json")
+    });
+    if path.is_file() {
+        return Some(path);
+    }
+    if in_ci() {
+        panic!("CI=true but {} is missing: run .ci/fetch-ext", path.display());
+    }
+    eprintln!("notice: {} not found (run .ci/fetch-ext); skipping", path.display());
+    None
+}

@@ -1,0 +1,122 @@
+//! `cw-bench`: prints one JSON object per measurement (see `bench/run.sh`).
+//!
+//! ```text
+//! cw-bench gen DIR [--count N] [--base-nodes N] [--step-nodes N]
+//! cw-bench hashes NAME=PATH...
+//! cw-bench run [--smoke] [--runs N] [--run-secs S] [--sig-doc FILE] NAME=PATH...
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use bench::corpus::DocSet;
+use bench::harness::Config;
+use bench::{docgen, sig};
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("cw-bench: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Vec<String>) -> anyhow::Result<()> {
+    let Some((command, rest)) = args.split_first() else {
+        bail!("usage: cw-bench gen|hashes|run ...")
+    };
+    let mut positional = Vec::new();
+    let mut options = std::collections::BTreeMap::new();
+    let mut flags = Vec::new();
+    let mut it = rest.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--smoke" => flags.push(arg.clone()),
+            opt if opt.starts_with("--") => {
+                let value = it.next().with_context(|| format!("{opt} needs a value"))?;
+                options.insert(opt.to_owned(), value.clone());
+            }
+            _ => positional.push(arg.clone()),
+        }
+    }
+    let num = |name: &str, default: usize| -> anyhow::Result<usize> {
+        options.get(name).map_or(Ok(default), |v| v.parse().with_context(|| format!("{name} {v}")))
+    };
+    match command.as_str() {
+        "gen" => {
+            let [dir] = positional.as_slice() else { bail!("usage: cw-bench gen DIR") };
+            docgen::write_set(
+                Path::new(dir),
+                num("--count", 32)?,
+                num("--base-nodes", 40)?,
+                num("--step-nodes", 20)?,
+            )
+        }
+        "hashes" => {
+            for set in load_sets(&positional)? {
+                for line in set.hash_lines()? {
+                    println!("{}\t{}", set.name, line);
+                }
+            }
+            Ok(())
+        }
+        "run" => {
+            let mut config =
+                if flags.iter().any(|f| f == "--smoke") { Config::SMOKE } else { Config::DEFAULT };
+            config.runs = num("--runs", config.runs)?;
+            if let Some(secs) = options.get("--run-secs") {
+                config.run_secs = secs.parse().with_context(|| format!("--run-secs {secs}"))?;
+            }
+            let sets = load_sets(&positional)?;
+            for set in &sets {
+                eprintln!(
+                    "cw-bench: set {} ({} docs, {} input bytes, {} JCS bytes)",
+                    set.name,
+                    set.docs.len(),
+                    set.raw_bytes(),
+                    set.jcs_bytes()
+                );
+                for record in set.measure_all(config)? {
+                    println!("{record}");
+                }
+            }
+            let (sig_name, sig_doc) = match options.get("--sig-doc") {
+                Some(path) => {
+                    let bytes = std::fs::read(path).with_context(|| format!("reading {path}"))?;
+                    let name = Path::new(path)
+                        .file_name()
+                        .map_or_else(|| path.clone(), |n| n.to_string_lossy().into_owned());
+                    (
+                        name,
+                        canonical_json::parse(&bytes).with_context(|| format!("parsing {path}"))?,
+                    )
+                }
+                None => {
+                    let doc = serde_json::to_vec(&docgen::document(1, 20))?;
+                    ("generated-recipe".to_owned(), canonical_json::parse(&doc)?)
+                }
+            };
+            eprintln!("cw-bench: signature measurements on {sig_name}");
+            for record in sig::measure_all(&sig_name, &sig_doc, config)? {
+                println!("{record}");
+            }
+            Ok(())
+        }
+        other => bail!("unknown command {other:?}: expected gen, hashes or run"),
+    }
+}
+
+fn load_sets(specs: &[String]) -> anyhow::Result<Vec<DocSet>> {
+    specs
+        .iter()
+        .map(|spec| {
+            let Some((name, path)) = spec.split_once('=') else {
+                bail!("document sets are NAME=PATH, got {spec:?}")
+            };
+            DocSet::load(name, &PathBuf::from(path))
+        })
+        .collect()
+}
