@@ -276,8 +276,7 @@ impl Value {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.loose_eq(y))
             }
             (Value::Object(a), Value::Object(b)) => {
-                a.len() == b.len()
-                    && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v.loose_eq(w)))
+                a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v.loose_eq(w)))
             }
             _ => self == other,
         }

@@ -52,6 +52,19 @@ pub fn write_jcs(value: &Value, out: &mut Vec<u8>) -> Result<(), WriteError> {
     jcs_value(value, out, 0)
 }
 
+/// Writes the JCS bytes of `value` to `out`, leaving out the named keys of a top-level object
+/// (the document-hash rule) without copying the document.
+pub(crate) fn jcs_excluding(
+    value: &Value,
+    excluded: &[&str],
+    out: &mut Vec<u8>,
+) -> Result<(), WriteError> {
+    match value {
+        Value::Object(map) if !excluded.is_empty() => jcs_object(map, excluded, out, 0),
+        _ => jcs_value(value, out, 0),
+    }
+}
+
 fn jcs_value(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), WriteError> {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
@@ -79,32 +92,43 @@ fn jcs_value(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), Write
             }
             out.push(b']');
         }
-        Value::Object(map) => {
-            let depth = enter(depth)?;
-            out.push(b'{');
-            let mut first = true;
-            let mut member = |k: &str, v: &Value, out: &mut Vec<u8>| {
-                if !std::mem::take(&mut first) {
-                    out.push(b',');
-                }
-                jcs_string(k, out);
-                out.push(b':');
-                jcs_value(v, out, depth)
-            };
-            if needs_utf16_sort(map) {
-                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-                for (k, v) in entries {
-                    member(k, v, out)?;
-                }
-            } else {
-                for (k, v) in map {
-                    member(k, v, out)?;
-                }
-            }
-            out.push(b'}');
+        Value::Object(map) => jcs_object(map, &[], out, depth)?,
+    }
+    Ok(())
+}
+
+fn jcs_object(
+    map: &Map,
+    excluded: &[&str],
+    out: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), WriteError> {
+    let depth = enter(depth)?;
+    out.push(b'{');
+    let mut first = true;
+    let mut member = |k: &str, v: &Value, out: &mut Vec<u8>| {
+        if excluded.contains(&k) {
+            return Ok(());
+        }
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        jcs_string(k, out);
+        out.push(b':');
+        jcs_value(v, out, depth)
+    };
+    if needs_utf16_sort(map) {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+        for (k, v) in entries {
+            member(k, v, out)?;
+        }
+    } else {
+        for (k, v) in map {
+            member(k, v, out)?;
         }
     }
+    out.push(b'}');
     Ok(())
 }
 
@@ -124,6 +148,12 @@ fn needs_utf16_sort(map: &Map) -> bool {
 fn jcs_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
+    // Most strings need no escaping; this scan vectorises, the loop below does not.
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
     let mut run_start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {
@@ -151,10 +181,11 @@ fn jcs_string(s: &str, out: &mut Vec<u8>) {
 
 fn push_u_escape(unit: u16, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.extend_from_slice(b"\\u");
-    for shift in [12, 8, 4, 0] {
-        out.push(HEX[usize::from((unit >> shift) & 0xf)]);
+    let mut escape = *b"\\u0000";
+    for (i, shift) in [12, 8, 4, 0].into_iter().enumerate() {
+        escape[2 + i] = HEX[usize::from((unit >> shift) & 0xf)];
     }
+    out.extend_from_slice(&escape);
 }
 
 fn push_i64(n: i64, out: &mut Vec<u8>) {

@@ -1,5 +1,7 @@
+use canonical_json::digest;
 use canonical_json::{
-    Finite, Integer, Map, Number, PyFormat, Value, WriteError, parse, to_jcs, to_python, to_python_compact,
+    Finite, Integer, Map, Number, PyFormat, Value, WriteError, parse, to_jcs, to_python,
+    to_python_compact,
 };
 use proptest::prelude::*;
 
@@ -7,7 +9,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        (-(1i64 << 53) + 1..(1i64 << 53)).prop_map(|n| Value::Number(Number::Int(Integer::Small(n)))),
+        (-(1i64 << 53) + 1..(1i64 << 53))
+            .prop_map(|n| Value::Number(Number::Int(Integer::Small(n)))),
         any::<f64>()
             .prop_filter_map("finite", Finite::new)
             .prop_map(|x| Value::Number(Number::Float(x))),
@@ -55,6 +58,26 @@ proptest! {
         prop_assert_eq!(&parse(&unicode).unwrap(), &v);
         // Compact ensure_ascii output is pure ASCII.
         prop_assert!(compact.is_ascii());
+    }
+
+    #[test]
+    fn streamed_document_hash_equals_hash_of_the_materialised_bytes(
+        v in arb_value(),
+        pad in prop::collection::vec("\\PC{0,400}", 0..40),
+    ) {
+        // Wrap the value in a document with hash/signature keys and enough padding to cross the
+        // hasher's buffer boundary several times.
+        let mut doc = Map::new();
+        doc.insert("hash".into(), Value::String("sha256:00".into()));
+        doc.insert("signature".into(), v.clone());
+        doc.insert("body".into(), v);
+        doc.insert("pad".into(), Value::Array(pad.into_iter().map(Value::String).collect()));
+        let doc = Value::Object(doc);
+        let expected = to_jcs(&digest::without_top_level(&doc, &["hash", "signature"]))
+            .map(|bytes| digest::sha256_prefixed(&bytes));
+        prop_assert_eq!(digest::document_hash(&doc), expected);
+        let whole = to_jcs(&doc).map(|bytes| digest::sha256_prefixed(&bytes));
+        prop_assert_eq!(digest::jcs_hash_without(&doc, &[]), whole);
     }
 
     #[test]
