@@ -184,3 +184,11 @@ fn document_hash_drops_top_level_hash_and_signature_only() {
     let expected = crate::digest::sha256_prefixed(br#"{"a":1,"n":{"hash":"kept"}}"#);
     assert_eq!(crate::digest::document_hash(&with), Ok(expected));
 }
+
+#[test]
+fn size_limit_is_checked_before_parsing() {
+    let limits = crate::Limits { max_depth: 8, max_bytes: 10 };
+    assert!(crate::parse_with(b"[1,2,3,4]", limits).is_ok());
+    let err = crate::parse_with(b"[1,2,3,4,5]", limits).err();
+    assert_eq!(err.map(|e| e.kind), Some(ParseErrorKind::TooLarge(10)));
+}

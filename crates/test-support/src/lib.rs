@@ -69,9 +69,9 @@ pub fn read(path: &Path) -> String {
 /// # Panics
 /// Under CI when the bundle is missing.
 pub fn samples_bundle() -> Option<PathBuf> {
-    let path = std::env::var_os("COOKWALA_SAMPLES_BUNDLE").map(PathBuf::from).unwrap_or_else(|| {
-        workspace_root().join("target/ext/cookwala_samples/data/bundle.json")
-    });
+    let path = std::env::var_os("COOKWALA_SAMPLES_BUNDLE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/ext/cookwala_samples/data/bundle.json"));
     if path.is_file() {
         return Some(path);
     }
