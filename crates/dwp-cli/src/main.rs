@@ -59,7 +59,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Contract(ContractCommand::ComputeId { file }) => {
             let doc = read_json(&file)?;
-            let id = dwp::contract::contract_id(&doc).with_context(|| file.display().to_string())?;
+            let id =
+                dwp::contract::contract_id(&doc).with_context(|| file.display().to_string())?;
             println!("{id}");
             Ok(ExitCode::SUCCESS)
         }
