@@ -192,3 +192,35 @@ fn size_limit_is_checked_before_parsing() {
     let err = crate::parse_with(b"[1,2,3,4,5]", limits).err();
     assert_eq!(err.map(|e| e.kind), Some(ParseErrorKind::TooLarge(10)));
 }
+
+#[test]
+fn utf16_order_agrees_with_transcoding_on_tricky_pairs() {
+    let samples = [
+        "",
+        "a",
+        "ab",
+        "é",
+        "\u{d7ff}",
+        "\u{e000}",
+        "\u{fb00}",
+        "\u{ffff}",
+        "😀",
+        "𐀀",
+        "\u{10ffff}",
+        "a😀",
+        "a\u{ffff}",
+        "😀a",
+        "\u{ffff}a",
+        "😀😀",
+        "😀\u{e000}",
+    ];
+    for a in samples {
+        for b in samples {
+            assert_eq!(
+                crate::write::utf16_order(a, b),
+                a.encode_utf16().cmp(b.encode_utf16()),
+                "{a:?} vs {b:?}"
+            );
+        }
+    }
+}

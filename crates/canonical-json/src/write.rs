@@ -119,7 +119,7 @@ fn jcs_object(
     };
     if needs_utf16_sort(map) {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+        entries.sort_by(|a, b| utf16_order(a.0, b.0));
         for (k, v) in entries {
             member(k, v, out)?;
         }
@@ -137,6 +137,29 @@ fn enter(depth: usize) -> Result<usize, WriteError> {
         return Err(WriteError::TooDeep);
     }
     Ok(depth + 1)
+}
+
+/// Compares two strings by their UTF-16 code units without transcoding them.
+///
+/// UTF-8 byte order agrees with UTF-16 order except at one place: a character outside the BMP
+/// (lead byte 0xF0..=0xF4, a surrogate pair in UTF-16) sorts before U+E000..=U+FFFF (lead byte
+/// 0xEE or 0xEF). Equal prefixes mean the first differing byte sits at the same position of the
+/// same character in both strings, so only that byte pair needs the correction.
+pub(crate) fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    match a.iter().zip(b).find(|(x, y)| x != y) {
+        None => a.len().cmp(&b.len()),
+        Some((&x, &y)) => {
+            let bmp_high = |c: u8| c == 0xEE || c == 0xEF;
+            if x >= 0xF0 && bmp_high(y) {
+                std::cmp::Ordering::Less
+            } else if y >= 0xF0 && bmp_high(x) {
+                std::cmp::Ordering::Greater
+            } else {
+                x.cmp(&y)
+            }
+        }
+    }
 }
 
 /// UTF-8 byte order (the map's order) equals UTF-16 code-unit order unless a key holds a

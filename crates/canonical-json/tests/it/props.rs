@@ -81,6 +81,19 @@ proptest! {
     }
 
     #[test]
+    fn jcs_key_order_is_utf16_code_unit_order(keys in prop::collection::btree_set(any::<String>(), 0..12)) {
+        let map: Map = keys.iter().map(|k| (k.clone(), Value::Null)).collect();
+        let mut sorted: Vec<&String> = keys.iter().collect();
+        sorted.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+        let members: Vec<String> = sorted
+            .into_iter()
+            .map(|k| format!("{}:null", String::from_utf8(to_jcs(&Value::String(k.clone())).unwrap()).unwrap()))
+            .collect();
+        let expected = format!("{{{}}}", members.join(","));
+        prop_assert_eq!(String::from_utf8(to_jcs(&Value::Object(map)).unwrap()).unwrap(), expected);
+    }
+
+    #[test]
     fn parser_never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
         let _ = parse(&bytes);
     }
