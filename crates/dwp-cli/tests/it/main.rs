@@ -2,11 +2,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod contract;
+mod crash;
+mod hostile;
+mod interop;
+mod ledger;
+mod support;
+
 use std::process::{Command, Output};
 
 use test_support::shared;
 
-fn dwp(args: &[&str]) -> Output {
+pub(crate) fn dwp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dwp")).args(args).output().unwrap()
 }
 

@@ -3,3 +3,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod identity;
+mod projection;
+mod validation;

@@ -1,0 +1,442 @@
+//! Satisfaction semantics and the `state.json` snapshot: pure functions of (contract, events).
+//!
+//! These reproduce upstream `ledger.py`'s module-level semantics (`criterion_states`,
+//! `invariant_findings`, `invalidated_before`, `Writer.snapshot`). Nothing here reads a file
+//! or the clock, so the same journal always projects to the same bytes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use canonical_json::{Map, Number, Value};
+
+use crate::validate::{Generation, contract_generation};
+
+/// The snapshot schema URL (`state.json`).
+pub const SNAPSHOT_URL: &str = "https://deepworkplan.com/schema/plan-snapshot/v6.json";
+/// Event types that are render provenance and never move the snapshot.
+pub const PROVENANCE_TYPES: [&str; 1] = ["view_render"];
+
+/// One retired journal segment (`journal-archive-<first>-<last>.ndjson`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Archive {
+    /// The file name, relative to the plan directory.
+    pub file: String,
+    /// First seq, from the name.
+    pub first_seq: u64,
+    /// Last seq, from the name.
+    pub last_seq: u64,
+}
+
+impl Archive {
+    /// Parses an archive file name (`journal-archive-NNNNNN-NNNNNN.ndjson`).
+    pub fn from_name(name: &str) -> Option<Archive> {
+        let rest = name.strip_prefix("journal-archive-")?.strip_suffix(".ndjson")?;
+        let (a, b) = rest.split_once('-')?;
+        let six = |s: &str| s.len() == 6 && s.bytes().all(|c| c.is_ascii_digit());
+        if !six(a) || !six(b) {
+            return None;
+        }
+        Some(Archive {
+            file: name.to_owned(),
+            first_seq: a.parse().ok()?,
+            last_seq: b.parse().ok()?,
+        })
+    }
+}
+
+/// `event.get('seq', 0)` as a number (non-integers count as 0).
+pub fn seq_of(event: &Value) -> i64 {
+    event.get("seq").and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn type_of(event: &Value) -> Option<&str> {
+    event.get("type").and_then(Value::as_str)
+}
+
+fn str_field<'a>(event: &'a Value, key: &str) -> Option<&'a str> {
+    event.get(key).and_then(Value::as_str)
+}
+
+fn int(n: i64) -> Value {
+    Value::Number(Number::Int(canonical_json::Integer::Small(n)))
+}
+
+fn s(text: &str) -> Value {
+    Value::String(text.to_owned())
+}
+
+/// The seq of a task's latest `task_start`, if any.
+pub fn task_start_seq_of(events: &[Value], task: &str) -> Option<i64> {
+    events
+        .iter()
+        .filter(|e| type_of(e) == Some("task_start") && str_field(e, "task") == Some(task))
+        .map(seq_of)
+        .max()
+}
+
+/// The contract's task object by id.
+pub fn find_task<'a>(contract: &'a Value, task: &str) -> Option<&'a Value> {
+    contract
+        .get("tasks")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|t| str_field(t, "id") == Some(task))
+}
+
+/// The criterion ids a task's `gate_intent` declares, in order.
+pub fn intent_criteria(task: &Value) -> Vec<&Value> {
+    task.get("gate_intent")
+        .and_then(Value::as_array)
+        .unwrap_or(&[])
+        .iter()
+        .map(|i| i.get("criterion").unwrap_or(&Value::Null))
+        .collect()
+}
+
+/// `{criterion: seq}`: evidence recorded before `seq` no longer counts (amendments; an
+/// amendment written by `amend` counts only once an approval cites its new contract).
+pub fn invalidated_before(events: &[Value]) -> BTreeMap<String, i64> {
+    let approved: BTreeSet<&str> = events
+        .iter()
+        .filter(|e| type_of(e) == Some("approval"))
+        .filter_map(|e| str_field(e, "contract_id"))
+        .collect();
+    let mut found: BTreeMap<String, i64> = BTreeMap::new();
+    for event in events.iter().filter(|e| type_of(e) == Some("amendment")) {
+        if let Some(tag) = amend_tag(str_field(event, "note").unwrap_or(""))
+            && !approved.contains(tag)
+        {
+            continue;
+        }
+        for r in event.get("evidence_invalidated").and_then(Value::as_array).unwrap_or(&[]) {
+            if let Some(r) = r.as_str() {
+                let entry = found.entry(r.to_owned()).or_insert(0);
+                *entry = (*entry).max(seq_of(event));
+            }
+        }
+    }
+    found
+}
+
+/// The contract id in an `amendment to revision N contract <hex64>` note tag.
+fn amend_tag(note: &str) -> Option<&str> {
+    let mut rest = note;
+    while let Some(at) = rest.find("amendment to revision ") {
+        let after = &rest[at + "amendment to revision ".len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0
+            && let Some(tail) = after[digits..].strip_prefix(" contract ")
+            && tail.len() >= 64
+            && tail.as_bytes()[..64].iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        {
+            return Some(&tail[..64]);
+        }
+        rest = &rest[at + 1..];
+    }
+    None
+}
+
+/// Satisfaction per `gate_intent` criterion of `task` (upstream `criterion_states`).
+///
+/// Returns `None` when the task is not in the contract.
+pub fn criterion_states(contract: &Value, events: &[Value], task_id: &str) -> Option<Vec<Value>> {
+    criterion_states_with(contract, events, task_id, &invalidated_before(events))
+}
+
+fn criterion_states_with(
+    contract: &Value,
+    events: &[Value],
+    task_id: &str,
+    invalid: &BTreeMap<String, i64>,
+) -> Option<Vec<Value>> {
+    let task = find_task(contract, task_id)?;
+    let start = task_start_seq_of(events, task_id);
+    let mut accepted_by: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for c in contract
+        .get("acceptance")
+        .and_then(|a| a.get("criteria"))
+        .and_then(Value::as_array)
+        .unwrap_or(&[])
+    {
+        if let Some(id) = str_field(c, "id") {
+            let labels = c
+                .get("accepted_evidence")
+                .and_then(Value::as_array)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            accepted_by.insert(id, labels);
+        }
+    }
+    let mut states = Vec::new();
+    for cid in intent_criteria(task) {
+        let cid_str = cid.as_str();
+        let wanted = cid_str.and_then(|c| accepted_by.get(c)).cloned().unwrap_or_default();
+        let floor = cid_str.and_then(|c| invalid.get(c)).copied().unwrap_or(0);
+        let mut best: Option<(i64, &Value)> = None;
+        let mut stale = Vec::new();
+        for event in events {
+            if type_of(event) != Some("gate_run")
+                || event.get("criterion") != Some(cid)
+                || str_field(event, "task") != Some(task_id)
+            {
+                continue;
+            }
+            let seq = seq_of(event);
+            if start.is_none_or(|st| seq < st) || seq < floor {
+                stale.push(event.get("seq").cloned().unwrap_or(Value::Null));
+                continue;
+            }
+            let trust = str_field(event, "trust");
+            let passed = event.get("exit_code").and_then(Value::as_i64) == Some(0);
+            if trust.is_some_and(|t| wanted.contains(&t))
+                && passed
+                && best.is_none_or(|(b, _)| seq > b)
+            {
+                best = Some((seq, event));
+            }
+        }
+        let state = match best {
+            Some((seq, event)) => Value::Object(Map::from([
+                ("criterion".to_owned(), cid.clone()),
+                ("satisfied".to_owned(), Value::Bool(true)),
+                ("via_seq".to_owned(), int(seq)),
+                ("trust".to_owned(), event.get("trust").cloned().unwrap_or(Value::Null)),
+                (
+                    "evidence_path".to_owned(),
+                    event.get("evidence_path").cloned().unwrap_or(Value::Null),
+                ),
+            ])),
+            None => Value::Object(Map::from([
+                ("criterion".to_owned(), cid.clone()),
+                ("satisfied".to_owned(), Value::Bool(false)),
+                ("started_seq".to_owned(), start.map_or(Value::Null, int)),
+                ("stale_seqs".to_owned(), Value::Array(stale)),
+            ])),
+        };
+        states.push(state);
+    }
+    Some(states)
+}
+
+fn satisfied(state: &Value) -> bool {
+    state.get("satisfied").and_then(Value::as_bool) == Some(true)
+}
+
+/// True when every `gate_intent` criterion of the task has in-window accepted evidence.
+pub fn task_complete(contract: &Value, events: &[Value], task: &str) -> bool {
+    criterion_states(contract, events, task).is_some_and(|s| s.iter().all(satisfied))
+}
+
+/// Derived task status: `pending`, `completed` or `in_progress`.
+pub fn task_status(contract: &Value, events: &[Value], task: &str) -> &'static str {
+    if task_start_seq_of(events, task).is_none() {
+        "pending"
+    } else if task_complete(contract, events, task) {
+        "completed"
+    } else {
+        "in_progress"
+    }
+}
+
+/// Declared invariants not verified for the attempt starting at `start_seq`.
+pub fn invariant_findings(
+    contract: &Value,
+    events: &[Value],
+    start_seq: Option<i64>,
+) -> Vec<String> {
+    let mut findings = Vec::new();
+    for inv in contract.get("invariants").and_then(Value::as_array).unwrap_or(&[]) {
+        let Some(iid) = str_field(inv, "id") else { continue };
+        let pass = format!("{iid}: pass");
+        let fail = format!("{iid}: fail");
+        let fail_prefix = format!("{iid}: fail:");
+        let latest = events.iter().rev().find(|e| {
+            type_of(e) == Some("observation")
+                && str_field(e, "statement")
+                    .is_some_and(|st| st == pass || st == fail || st.starts_with(&fail_prefix))
+        });
+        match latest {
+            None => findings.push(format!("{iid} never evaluated")),
+            Some(e) if start_seq.is_some_and(|st| seq_of(e) < st) => findings.push(format!(
+                "{iid} last evaluated at seq {}, before the task start {}",
+                crate::py::str_opt(e.get("seq")),
+                start_seq.unwrap_or(0)
+            )),
+            Some(e) if str_field(e, "statement") != Some(pass.as_str()) => {
+                findings.push(format!("{iid} failed (seq {})", crate::py::str_opt(e.get("seq"))))
+            }
+            Some(_) => {}
+        }
+    }
+    findings
+}
+
+/// The latest event per `delegation_id` (optionally for one task).
+pub fn delegations<'a>(events: &'a [Value], task: Option<&str>) -> BTreeMap<String, &'a Value> {
+    let mut latest = BTreeMap::new();
+    for event in events.iter().filter(|e| type_of(e) == Some("delegation")) {
+        if task.is_some_and(|t| str_field(event, "task") != Some(t)) {
+            continue;
+        }
+        latest.insert(crate::py::str_opt(event.get("delegation_id")), event);
+    }
+    latest
+}
+
+/// The `state.json` document (plan-snapshot/v6) for a journal (archived + live events).
+pub fn snapshot(
+    contract: &Value,
+    contract_id: &str,
+    events: &[Value],
+    archives: &[Archive],
+) -> Value {
+    let mut positions: BTreeMap<String, i64> = BTreeMap::new();
+    let mut updated_at: Option<&str> = None;
+    for event in events {
+        let Some(etype) = type_of(event) else { continue };
+        if PROVENANCE_TYPES.contains(&etype) {
+            continue;
+        }
+        let seq = seq_of(event);
+        if !etype.is_empty() && seq > positions.get(etype).copied().unwrap_or(0) {
+            positions.insert(etype.to_owned(), seq);
+        }
+        if let Some(ts) = str_field(event, "ts")
+            && updated_at.is_none_or(|u| ts > u)
+        {
+            updated_at = Some(ts);
+        }
+    }
+    let generation = contract_generation(contract).unwrap_or(Generation::V6);
+    let invalid = invalidated_before(events);
+    let mut tasks = Vec::new();
+    for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
+        let Some(id) = str_field(task, "id") else { continue };
+        let started = task_start_seq_of(events, id);
+        let states = criterion_states_with(contract, events, id, &invalid).unwrap_or_default();
+        let status = match started {
+            None => "pending",
+            Some(_) if states.iter().all(satisfied) => "completed",
+            Some(_) => "in_progress",
+        };
+        tasks.push(Value::Object(Map::from([
+            ("id".to_owned(), s(id)),
+            ("title".to_owned(), task.get("title").cloned().unwrap_or(Value::Null)),
+            ("status".to_owned(), s(status)),
+            ("started_seq".to_owned(), started.map_or(Value::Null, int)),
+            ("criteria".to_owned(), Value::Array(states)),
+        ])));
+    }
+    let mut samples = Map::new();
+    for event in events.iter().filter(|e| type_of(e) == Some("resource_sample")) {
+        let key = match event.get("limit_id") {
+            Some(Value::String(k)) => k.clone(),
+            other => crate::py::repr_opt(other).replace("None", "null"),
+        };
+        samples.insert(
+            key,
+            Value::Object(Map::from([
+                ("value".to_owned(), event.get("value").cloned().unwrap_or(Value::Null)),
+                ("seq".to_owned(), event.get("seq").cloned().unwrap_or(Value::Null)),
+                ("trust".to_owned(), event.get("trust").cloned().unwrap_or(Value::Null)),
+            ])),
+        );
+    }
+    let limits = contract
+        .get("resource_envelope")
+        .and_then(|r| r.get("limits"))
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    let checkpoint = events
+        .iter()
+        .rev()
+        .find(|e| {
+            type_of(e) == Some("intervention") && str_field(e, "category") == Some("new_authority")
+        })
+        .and_then(|e| e.get("question").cloned())
+        .unwrap_or(Value::Null);
+    let mut state = Map::from([
+        ("schema".to_owned(), s(SNAPSHOT_URL)),
+        ("plan".to_owned(), contract.get("plan").cloned().unwrap_or(Value::Null)),
+        ("contract_id".to_owned(), s(contract_id)),
+        (
+            "contract_revision".to_owned(),
+            contract.get("revision").cloned().unwrap_or_else(|| int(1)),
+        ),
+        ("generated_by".to_owned(), s(generation.ledger_identity())),
+        ("updated_at".to_owned(), s(updated_at.unwrap_or(""))),
+        ("tasks".to_owned(), Value::Array(tasks)),
+        (
+            "positions".to_owned(),
+            Value::Object(
+                positions
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::Object(Map::from([("seq".to_owned(), int(v))]))))
+                    .collect(),
+            ),
+        ),
+        (
+            "resources".to_owned(),
+            Value::Object(Map::from([
+                ("limits".to_owned(), limits),
+                ("latest_samples".to_owned(), Value::Object(samples)),
+            ])),
+        ),
+        ("checkpoint".to_owned(), checkpoint),
+        ("blocker".to_owned(), Value::Null),
+    ]);
+    if !archives.is_empty() {
+        state.insert(
+            "archives".to_owned(),
+            Value::Array(
+                archives
+                    .iter()
+                    .map(|a| {
+                        Value::Object(Map::from([
+                            ("file".to_owned(), s(&a.file)),
+                            (
+                                "first_seq".to_owned(),
+                                int(i64::try_from(a.first_seq).unwrap_or(i64::MAX)),
+                            ),
+                            (
+                                "last_seq".to_owned(),
+                                int(i64::try_from(a.last_seq).unwrap_or(i64::MAX)),
+                            ),
+                        ]))
+                    })
+                    .collect(),
+            ),
+        );
+    }
+    Value::Object(state)
+}
+
+/// Payload of an event: everything but the envelope keys.
+pub fn payload_of(event: &Value) -> Value {
+    canonical_json::digest::without_top_level(
+        event,
+        &["schema", "type", "seq", "ts", "plan", "contract_id", "actor", "note"],
+    )
+}
+
+/// Idempotence content key: sha256 of compact sorted
+/// `{type, payload, actor_identity, contract_id}`.
+pub fn content_key(
+    etype: &Value,
+    payload: &Value,
+    actor: Option<&Value>,
+    contract_id: &Value,
+) -> String {
+    let body = Value::Object(Map::from([
+        ("type".to_owned(), etype.clone()),
+        ("payload".to_owned(), payload.clone()),
+        (
+            "actor_identity".to_owned(),
+            actor.and_then(|a| a.get("identity")).cloned().unwrap_or(Value::Null),
+        ),
+        ("contract_id".to_owned(), contract_id.clone()),
+    ]));
+    let bytes = canonical_json::to_python_compact(&body).unwrap_or_default();
+    canonical_json::digest::sha256_hex(&bytes)
+}
