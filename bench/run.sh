@@ -178,3 +178,48 @@ for label, value, ok in checks:
     status = 'n/a ' if value is None else ('MET ' if ok(value) else 'MISS')
     print(f"  [{status}] {label:<60} {fmt(value, 'x'):>9}")
 EOF
+
+# 7. Dry run: the 32 cases of the cookwala-samples bundle (4 recipes x 4 devices x humanPresent),
+#    both implementations on the same bundle file (the one inside the installed package); each
+#    checks every case against the bundle's expected result before timing.
+if [[ "$BENCH_FEATURES" != *cookwala* ]]; then
+    log "built without the cookwala feature: no dry-run measurements"
+    exit 0
+fi
+BUNDLE="$("$PY" "$ROOT/bench/py_dryrun.py" bundle-path)"
+log "measuring dry runs (Rust) on $BUNDLE"
+"$CW_BENCH" dryrun "${timing_args[@]}" "$BUNDLE" >"$WORK/dryrun.rust.jsonl"
+log "measuring dry runs (Python reference: cookwala_samples.simulator.dry_run)"
+"$PY" "$ROOT/bench/py_dryrun.py" run "${timing_args[@]}" >"$WORK/dryrun.python.jsonl"
+"$PY" - "$WORK/dryrun.rust.jsonl" "$WORK/dryrun.python.jsonl" <<'EOF2'
+import json, sys
+
+recs = [json.loads(l) for p in sys.argv[1:] for l in open(p) if l.strip()]
+def get(impl, op):
+    return next((r for r in recs if r['impl'] == impl and r['op'] == op), None)
+ours, py, val = get('ours', 'dry-run'), get('python-ref', 'dry-run'), get('ours', 'validate')
+prep = get('ours', 'dry-run prepared')
+print()
+print('Dry run over the 32 bundle cases (median of runs)')
+print('  full: every case parses nothing but resolves recipe, device and limits from scratch;')
+print('  prepared: each recipe (with its limits) and device resolved once, as a catalog x fleet check does')
+print(f"  {'implementation':<24} {'cases/s':>12} {'us/case':>10} {'vs python':>10}")
+for name, r in (('ours (full)', ours), ('ours (prepared)', prep), ('python-ref', py)):
+    if r:
+        rel = r['docs_per_s'] / py['docs_per_s'] if py else None
+        shown = 'n/a' if rel is None else f'{rel:,.1f}x'
+        print(f"  {name:<24} {r['docs_per_s']:>12,.0f} {r['median_s'] / r['docs'] * 1e6:>10.3f} {shown:>10}")
+ratio = ours['docs_per_s'] / py['docs_per_s'] if ours and py else None
+ratio_prep = prep['docs_per_s'] / py['docs_per_s'] if prep and py else None
+if val:
+    print(f"Strict validation of a typical recipe (salata-baladi): {val['median_s'] * 1e6:.1f} us")
+print()
+print('Targets (reported, never enforced)')
+def line(label, value, ok, unit):
+    status = 'n/a ' if value is None else ('MET ' if ok(value) else 'MISS')
+    shown = 'n/a' if value is None else f'{value:,.1f}{unit}'
+    print(f"  [{status}] {label:<60} {shown:>12}")
+line('dry run (full, per case) >= 200x python-ref', ratio, lambda x: x >= 200, 'x')
+line('dry run (prepared catalog x fleet) >= 200x python-ref', ratio_prep, lambda x: x >= 200, 'x')
+line('validate a typical recipe < 100 us', val and val['median_s'] * 1e6, lambda x: x < 100, ' us')
+EOF2

@@ -11,6 +11,8 @@
 
 pub mod corpus;
 pub mod docgen;
+#[cfg(feature = "cookwala")]
+pub mod dryrun;
 pub mod harness;
 pub mod sig;
 

@@ -4,6 +4,7 @@
 //! cw-bench gen DIR [--count N] [--base-nodes N] [--step-nodes N]
 //! cw-bench hashes NAME=PATH...
 //! cw-bench run [--smoke] [--runs N] [--run-secs S] [--sig-doc FILE] NAME=PATH...
+//! cw-bench dryrun [--smoke] [--runs N] [--run-secs S] BUNDLE.json   (needs --features cookwala)
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -105,8 +106,35 @@ fn run(args: Vec<String>) -> anyhow::Result<()> {
             }
             Ok(())
         }
-        other => bail!("unknown command {other:?}: expected gen, hashes or run"),
+        "dryrun" => {
+            let [bundle] = positional.as_slice() else { bail!("usage: cw-bench dryrun BUNDLE") };
+            let mut config =
+                if flags.iter().any(|f| f == "--smoke") { Config::SMOKE } else { Config::DEFAULT };
+            config.runs = num("--runs", config.runs)?;
+            if let Some(secs) = options.get("--run-secs") {
+                config.run_secs = secs.parse().with_context(|| format!("--run-secs {secs}"))?;
+            }
+            dryrun(Path::new(bundle), config)
+        }
+        other => bail!("unknown command {other:?}: expected gen, hashes, run or dryrun"),
     }
+}
+
+#[cfg(feature = "cookwala")]
+fn dryrun(path: &Path, config: Config) -> anyhow::Result<()> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bundle =
+        canonical_json::parse(&bytes).with_context(|| format!("parsing {}", path.display()))?;
+    for record in bench::dryrun::measure_all(&bundle, config)? {
+        println!("{record}");
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "cookwala"))]
+fn dryrun(path: &Path, config: Config) -> anyhow::Result<()> {
+    let _ = (path, config);
+    bail!("cw-bench was built without the cookwala feature: no dry-run measurements")
 }
 
 fn load_sets(specs: &[String]) -> anyhow::Result<Vec<DocSet>> {

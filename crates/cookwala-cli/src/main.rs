@@ -23,8 +23,10 @@ use commands::keys::{AlgArg, KindArg};
     version,
     about = "Cookwala Core: cooking records you can verify",
     long_about = "Cookwala Core: cooking records you can verify.\n\n\
-        Canonicalise, hash, sign and verify Cookwala documents, keep witnessed mission logs, and \
-        run the standard's conformance vectors. Start with `cookwala demo`.\n\n\
+        Canonicalise, hash, sign and verify Cookwala documents, keep witnessed mission logs, \
+        check whether a device can cook a recipe before anything heats up (dry-run, precheck, \
+        explain), convert kitchen units, validate and migrate documents, and run the standard's \
+        conformance vectors. Start with `cookwala demo`.\n\n\
         Exit codes: 0 success, 1 failed check / refusal / unreadable input, 2 usage error."
 )]
 struct Cli {
@@ -122,6 +124,269 @@ enum Command {
     /// Run the standard's conformance vectors
     #[command(subcommand)]
     Conformance(ConformanceCommand),
+    /// Convert kitchen quantities (tsp 5 ml, cup 240 ml, pinch 0.36 g, ...)
+    ///
+    /// Volume <-> mass needs --density (g/ml); without it the answer is the error
+    /// needs_density, never a guess. Prints `VALUE UNIT` (rounded to 6 decimals).
+    Convert {
+        /// The amount
+        #[arg(allow_negative_numbers = true)]
+        value: f64,
+        /// Its unit (tsp, tbsp, cup, pinch, dash, ml, l, g, kg, mg, or a cw.unit.* id)
+        unit: String,
+        /// The unit wanted
+        #[arg(long)]
+        to: String,
+        /// Density in g/ml, for volume <-> mass
+        #[arg(long = "density")]
+        density: Option<f64>,
+        #[command(flatten)]
+        vocab: VocabOpt,
+        /// Print {"value","unit"} or {"error","detail"}
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a temperature trace against an op envelope (or choose a ladder rung)
+    ///
+    /// Reasons: ok, no_thermal_envelope, target_outside_envelope, never_reached_envelope,
+    /// left_envelope, missed_target. Water and steam bands shift by -1 °C per 300 m.
+    Envelope {
+        /// The op id, e.g. cw.op.simmer
+        #[arg(long)]
+        op: String,
+        /// Trace file: [{"t":s,"tempC":x},...] or {"readings":[...]}
+        #[arg(long, required_unless_present = "ladder")]
+        trace: Option<PathBuf>,
+        /// Target as JSON: {"value":94,"tolerance":3} (tolerance absolute, °C)
+        #[arg(long)]
+        target: Option<String>,
+        /// Kitchen altitude in metres
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+        altitude: f64,
+        /// Print the sensor-ladder rung this device would use instead of checking a trace
+        #[arg(long, conflicts_with = "trace")]
+        ladder: bool,
+        /// With --ladder: a trusted sensor id (repeatable)
+        #[arg(long = "sensor", requires = "ladder")]
+        sensors: Vec<String>,
+        /// With --ladder: the model rung may not be used
+        #[arg(long, requires = "ladder")]
+        no_model: bool,
+        /// With --ladder: a person is present
+        #[arg(long, requires = "ladder")]
+        human_present: bool,
+        #[command(flatten)]
+        vocab: VocabOpt,
+        /// Print {"envelopeOk","targetOk","reason"} (or {"choice"})
+        #[arg(long)]
+        json: bool,
+    },
+    /// Can this device cook this recipe? Refuse, don't guess (exit 1 when refused)
+    ///
+    /// Prints `accepted` or `refused: REASON at node N: DETAIL` and the plan; with --json
+    /// {"state","reason","node","plan":[{"node","by","verifiedBy"}]}. Default limits: the
+    /// built-in copy of the standard's default SafetyLimits pack.
+    DryRun(DryRunOpts),
+    /// Explain a dry run for a person: who does each step, which rung verifies it, and why
+    Explain(DryRunOpts),
+    /// An executor's checks for an ExecuteRequest, in the upstream hub's order, then the dry run
+    ///
+    /// Version, recipe found, recipe hash, recall, mandate (agent, start_cooking, expiry,
+    /// signature with --keys, confirmBefore: irreversible always needs --confirmed), allergen
+    /// blocks, untrusted text (reported as cw.incident.untrusted_instruction, never obeyed), busy.
+    /// Prints {"state","reason","node","plan","findings"}; exit 1 when refused.
+    Precheck {
+        /// The ExecuteRequest
+        #[arg(long)]
+        request: PathBuf,
+        /// The recipe this executor holds for it (omit: not in the catalog)
+        #[arg(long)]
+        recipe: Option<PathBuf>,
+        /// The device's capabilities document
+        #[arg(long)]
+        device: PathBuf,
+        /// A Recall in force (repeatable)
+        #[arg(long = "recall")]
+        recalls: Vec<PathBuf>,
+        /// Key files to check the mandate signature with (repeatable)
+        #[arg(long)]
+        keys: Vec<PathBuf>,
+        /// A confirmBefore category the principal confirmed (repeatable), e.g. irreversible
+        #[arg(long)]
+        confirmed: Vec<String>,
+        /// The device is cooking something else
+        #[arg(long)]
+        busy: bool,
+        /// A person is present
+        #[arg(long)]
+        human_present: bool,
+        /// The device's SafetyLimits pack (default: built-in)
+        #[arg(long)]
+        limits: Option<PathBuf>,
+        /// The current instant (RFC 3339; default: now)
+        #[arg(long)]
+        now: Option<String>,
+        #[command(flatten)]
+        vocab: VocabOpt,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a document with cookwala's strict document types
+    ///
+    /// Unknown fields are errors unless they start with x-; Core documents must be 0.2.x
+    /// (else unsupported_version). Each problem names its JSON pointer. Exit 1 when invalid.
+    Validate {
+        /// Document kind (default: detected): Recipe, Capabilities, SafetyLimits, KeyRecord,
+        /// AgentMandate, Recall, IncidentReport, ExecuteRequest, ExecutionStatus, StopRequest,
+        /// ExecutionLog, Disclosure, MissionEvent, Checkpoint
+        #[arg(long)]
+        kind: Option<String>,
+        /// Also validate against the JSON Schemas in this folder (draft 2020-12, offline; e.g.
+        /// the standard's schemas/ folder)
+        #[arg(long)]
+        schemas: Option<PathBuf>,
+        #[command(flatten)]
+        vocab: VocabOpt,
+        /// Print {"kind","valid","errors":[{"pointer","code","message"}],"warnings":[...]}
+        #[arg(long)]
+        json: bool,
+        /// The document
+        file: PathBuf,
+    },
+    /// JSON Schemas: export ours, or build the offline SchemaBundle
+    #[command(subcommand)]
+    Schema(SchemaCommand),
+    /// Migrate a 0.1 document to 0.2 and list every change
+    ///
+    /// °F → °C, relative temperature tolerances → toleranceAbs, money → decimal strings,
+    /// unknown fields → x-<name>, version → 0.2.0; a stale hash/signature is removed.
+    /// The document goes to stdout (or --out), the changes to stderr.
+    Migrate {
+        /// Document kind (default: detected)
+        #[arg(long)]
+        kind: Option<String>,
+        /// Leave unknown fields in place and only report them
+        #[arg(long)]
+        report_unknown: bool,
+        /// Write the migrated document here
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// Print {"document","changes":[{"pointer","change"}]}
+        #[arg(long)]
+        json: bool,
+        /// The 0.1 document
+        file: PathBuf,
+    },
+    /// Execution logs
+    #[command(subcommand)]
+    Logs(LogsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum LogsCommand {
+    /// Build a dataset from execution logs: only consented, personal-data-free logs, scrubbed
+    ///
+    /// Writes one log per line (NDJSON) to --out and says which logs were left out and why.
+    /// `open` datasets get every time coarsened to the day.
+    Export {
+        /// The dataset: research_only or open
+        #[arg(long)]
+        consent: String,
+        /// Only logs started at or after this instant (RFC 3339)
+        #[arg(long)]
+        since: Option<String>,
+        /// Output NDJSON file
+        #[arg(long)]
+        out: PathBuf,
+        /// Print {"released","leftOut":[{"log","reason"}]}
+        #[arg(long)]
+        json: bool,
+        /// ExecutionLog files (a file may hold an array of logs)
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SchemaCommand {
+    /// Write <Kind>.schema.json (draft 2020-12) generated from cookwala's document types
+    Export {
+        /// Output folder
+        dir: PathBuf,
+    },
+    /// Build {"kind":"SchemaBundle","version","sha256","schemas"} from a schema folder
+    Bundle {
+        /// Folder searched recursively for *.schema.json
+        #[arg(long)]
+        from: PathBuf,
+        /// Output file (the standard's tool calls it schemas-bundle.json)
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct VocabOpt {
+    /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
+    /// built-in one
+    #[arg(long = "vocab", value_name = "DIR")]
+    vocab: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct DryRunOpts {
+    /// The recipe
+    #[arg(long, required_unless_present = "batch")]
+    recipe: Option<PathBuf>,
+    /// The device's capabilities document
+    #[arg(long, required_unless_present = "batch")]
+    device: Option<PathBuf>,
+    /// A person is present in the kitchen
+    #[arg(long)]
+    human_present: bool,
+    /// The model rung may not be used
+    #[arg(long)]
+    no_model: bool,
+    /// The device's SafetyLimits pack (replaces the built-in default pack)
+    #[arg(long, conflicts_with = "no_limits")]
+    limits: Option<PathBuf>,
+    /// Run without any SafetyLimits
+    #[arg(long)]
+    no_limits: bool,
+    /// Judge sensor calibrations at this instant (RFC 3339; default: now)
+    #[arg(long)]
+    now: Option<String>,
+    /// NDJSON file, one case per line:
+    /// {"recipe","capabilities","humanPresent","allowModel","limits","now"}; one result per line
+    #[arg(long, conflicts_with_all = ["recipe", "device", "limits", "no_limits", "human_present", "no_model", "now"])]
+    batch: Option<PathBuf>,
+    #[command(flatten)]
+    vocab: VocabOpt,
+    /// Print the JSON result
+    #[arg(long)]
+    json: bool,
+    /// Explain the result for a person
+    #[arg(long)]
+    explain: bool,
+}
+
+impl DryRunOpts {
+    fn into_args(self, explain: bool) -> commands::rules::DryRunArgs {
+        commands::rules::DryRunArgs {
+            vocab: self.vocab.vocab,
+            recipe: self.recipe,
+            device: self.device,
+            human_present: self.human_present,
+            no_model: self.no_model,
+            limits: self.limits,
+            no_limits: self.no_limits,
+            now: self.now,
+            batch: self.batch,
+            json: self.json,
+            explain: self.explain || explain,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -314,7 +579,7 @@ fn main() -> ExitCode {
 
 /// Runs one command; `Ok(false)` means a check failed (exit 1) without an error message.
 fn run(cli: Cli) -> Result<bool> {
-    use commands::{canon, conformance, demo, disclose, keys};
+    use commands::{canon, conformance, demo, disclose, keys, rules};
     match cli.command {
         Command::Demo { out } => demo::run(out).map(|()| true),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
@@ -339,6 +604,80 @@ fn run(cli: Cli) -> Result<bool> {
         Command::Log(command) => run_log(command),
         Command::Conformance(ConformanceCommand::Run { vectors, suites, json }) => {
             conformance::run(&vectors, &suites, json)
+        }
+        Command::Convert { value, unit, to, density, vocab, json } => {
+            rules::convert(vocab.vocab.as_deref(), value, &unit, &to, density, json)
+        }
+        Command::Envelope {
+            op,
+            trace,
+            target,
+            altitude,
+            ladder,
+            sensors,
+            no_model,
+            human_present,
+            vocab,
+            json,
+        } => rules::envelope(&rules::EnvelopeArgs {
+            vocab: vocab.vocab,
+            op,
+            trace,
+            target,
+            altitude,
+            sensors,
+            ladder,
+            no_model,
+            human_present,
+            json,
+        }),
+        Command::DryRun(opts) => rules::dry_run(&opts.into_args(false)),
+        Command::Explain(opts) => rules::dry_run(&opts.into_args(true)),
+        Command::Precheck {
+            request,
+            recipe,
+            device,
+            recalls,
+            keys,
+            confirmed,
+            busy,
+            human_present,
+            limits,
+            now,
+            vocab,
+            json,
+        } => rules::precheck(&rules::PrecheckArgs {
+            vocab: vocab.vocab,
+            request,
+            recipe,
+            device,
+            recalls,
+            keys,
+            confirmed,
+            busy,
+            human_present,
+            limits,
+            now,
+            json,
+        }),
+        Command::Validate { kind, schemas, vocab, json, file } => commands::validate::validate(
+            &file,
+            kind.as_deref(),
+            schemas.as_deref(),
+            vocab.vocab.as_deref(),
+            json,
+        ),
+        Command::Schema(SchemaCommand::Export { dir }) => {
+            commands::validate::export(&dir).map(|()| true)
+        }
+        Command::Migrate { kind, report_unknown, out, json, file } => {
+            commands::docs::migrate(&file, kind.as_deref(), report_unknown, out.as_deref(), json)
+        }
+        Command::Logs(LogsCommand::Export { consent, since, out, json, inputs }) => {
+            commands::docs::export(&consent, since.as_deref(), &inputs, &out, json)
+        }
+        Command::Schema(SchemaCommand::Bundle { from, out }) => {
+            commands::validate::bundle(&from, &out).map(|()| true)
         }
     }
 }

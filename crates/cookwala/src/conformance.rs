@@ -9,9 +9,16 @@
 
 use canonical_json::{Map, Value, digest::document_hash, to_jcs};
 
+use crate::envelope::{self, Target};
 use crate::keys::{KeyError, KeySet, SigningAlg, SigningKey};
 use crate::signature::{SignedKind, verify_signature};
-use crate::{disclosure, execution, mission};
+use crate::time::parse_timestamp;
+use crate::vocab::Vocabulary;
+use crate::{disclosure, dryrun, execution, mission, units};
+
+/// The instant used for vectors that give no `now` (none of them has a calibration date, so
+/// the result does not depend on it; COOKWALA.md open point 12).
+pub const VECTOR_NOW: &str = "2026-10-05T00:00:00Z";
 
 /// Why a vector could not be run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -68,7 +75,18 @@ pub const CORE_SUITES: [&str; 8] =
 
 /// True when this build can run `suite` (others count as failed, never as skipped).
 pub fn is_supported(suite: &str) -> bool {
-    matches!(suite, "hash" | "signature" | "disclosure" | "ledger" | "transitions")
+    matches!(
+        suite,
+        "hash"
+            | "signature"
+            | "disclosure"
+            | "ledger"
+            | "transitions"
+            | "units"
+            | "envelope"
+            | "dryrun"
+            | "profiles/sensor_trust"
+    )
 }
 
 /// Computes the result of one vector of `suite`.
@@ -85,6 +103,10 @@ pub fn run_vector(suite: &str, vector: &Value) -> Result<Value, RunError> {
         "disclosure" => Ok(obj([("ok", disclosure::verify(input).into())])),
         "ledger" => run_ledger(input),
         "transitions" => run_transition(kind, input),
+        "units" => run_units(input),
+        "envelope" => run_envelope(input),
+        "dryrun" => run_dryrun(input),
+        "profiles/sensor_trust" => run_sensor_trust(kind, input),
         other => Err(RunError::Unsupported(other.to_owned())),
     }
 }
@@ -232,4 +254,133 @@ fn hex_decode(text: &str) -> Result<Vec<u8>, RunError> {
                 .ok_or_else(|| bad("invalid hex"))
         })
         .collect()
+}
+
+fn num(v: &Value, what: &str) -> Result<f64, RunError> {
+    envelope::finite(v).ok_or_else(|| RunError::BadInput(format!("`{what}` is not a number")))
+}
+
+fn float_value(x: f64) -> Value {
+    canonical_json::Finite::new(x).map_or(Value::Null, Value::from)
+}
+
+fn run_units(input: &Value) -> Result<Value, RunError> {
+    if let Some(q) = input.get("quantity") {
+        let ok = units::quantity_problems(q, "").is_empty();
+        return Ok(obj([("schemaValid", ok.into())]));
+    }
+    let value = num(field(input, "value")?, "value")?;
+    let density = match input.get("density") {
+        None | Some(Value::Null) => None,
+        Some(d) => Some(num(d, "density")?),
+    };
+    let vocab = Vocabulary::builtin();
+    match units::convert(vocab, value, str_field(input, "unit")?, str_field(input, "to")?, density)
+    {
+        Ok(x) => Ok(obj([("value", float_value(units::round6(x)))])),
+        Err(e) => Ok(obj([("error", e.code().into())])),
+    }
+}
+
+/// `{t, tempC}` readings to temperatures.
+pub fn trace_temps(readings: &Value) -> Result<Vec<f64>, RunError> {
+    let items = readings.as_array().ok_or_else(|| bad("`readings` is not an array"))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.get("tempC")
+                .and_then(envelope::finite)
+                .ok_or_else(|| RunError::BadInput(format!("readings/{i}/tempC is not a number")))
+        })
+        .collect()
+}
+
+/// `{value, tolerance?}` (or null) to a [`Target`].
+pub fn trace_target(target: Option<&Value>) -> Result<Option<Target>, RunError> {
+    match target {
+        None | Some(Value::Null) => Ok(None),
+        Some(t) => Ok(Some(Target {
+            value: num(field(t, "value")?, "target.value")?,
+            tolerance: match t.get("tolerance") {
+                None => 0.0,
+                Some(x) => num(x, "target.tolerance")?,
+            },
+        })),
+    }
+}
+
+fn run_envelope(input: &Value) -> Result<Value, RunError> {
+    let vocab = Vocabulary::builtin();
+    let op = str_field(input, "op")?;
+    if let Some(sensors) = input.get("sensors") {
+        let set = sensors
+            .as_array()
+            .ok_or_else(|| bad("`sensors` is not an array"))?
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        let allow_model = input.get("allowModel").and_then(Value::as_bool).unwrap_or(true);
+        let human = input.get("humanPresent").and_then(Value::as_bool).unwrap_or(false);
+        let choice = envelope::ladder_choice(vocab, op, &set, allow_model, human);
+        return Ok(obj([("choice", choice.map_or(Value::Null, Value::from))]));
+    }
+    let temps = trace_temps(field(input, "readings")?)?;
+    let target = trace_target(input.get("target"))?;
+    let altitude = match input.get("altitudeM") {
+        None | Some(Value::Null) => 0.0,
+        Some(a) => num(a, "altitudeM")?,
+    };
+    let verdict = envelope::check_envelope(vocab, op, &temps, target, altitude)
+        .map_err(|e| bad(&e.to_string()))?;
+    Ok(verdict.to_value())
+}
+
+fn vector_now(input: &Value) -> Result<crate::time::Instant, RunError> {
+    let text = input.get("now").and_then(Value::as_str).unwrap_or(VECTOR_NOW);
+    parse_timestamp(text).map_err(|_| bad("invalid_timestamp"))
+}
+
+fn run_dryrun(input: &Value) -> Result<Value, RunError> {
+    let vocab = Vocabulary::builtin();
+    let limits = input.get("limits").filter(|l| !l.is_null());
+    let options = dryrun::Options {
+        human_present: input.get("humanPresent").and_then(Value::as_bool).unwrap_or(false),
+        allow_model: input.get("allowModel").and_then(Value::as_bool).unwrap_or(true),
+        limits,
+        now: vector_now(input)?,
+    };
+    let result =
+        dryrun::dry_run(vocab, field(input, "recipe")?, field(input, "capabilities")?, options)
+            .map_err(|e| bad(&e.to_string()))?;
+    let reason = result.refusal.as_ref().map_or(Value::Null, |r| r.reason.as_str().into());
+    let by = Value::Array(result.plan.iter().map(|r| r.by.as_str().into()).collect());
+    Ok(obj([("state", result.state().into()), ("reason", reason), ("by", by)]))
+}
+
+fn run_sensor_trust(kind: &str, input: &Value) -> Result<Value, RunError> {
+    match kind {
+        "sensor_trust" => {
+            let now = vector_now(input)?;
+            let sensors = envelope::trusted_sensors(field(input, "capabilities")?, now);
+            let allow_model = input.get("allowModel").and_then(Value::as_bool).unwrap_or(true);
+            let human = input.get("humanPresent").and_then(Value::as_bool).unwrap_or(false);
+            let choice = envelope::ladder_choice(
+                Vocabulary::builtin(),
+                str_field(input, "op")?,
+                &sensors,
+                allow_model,
+                human,
+            );
+            Ok(obj([("choice", choice.map_or(Value::Null, Value::from))]))
+        }
+        "plausibility" => {
+            let readings = field(input, "readings")?.as_array().ok_or_else(|| bad("readings"))?;
+            let sensors = input.get("sensors").and_then(Value::as_array).unwrap_or_default();
+            let p = envelope::check_plausibility(readings, sensors, 1.0);
+            Ok(obj([("ok", p.ok.into()), ("reason", p.reason.into())]))
+        }
+        other => Err(RunError::UnknownKind(other.to_owned())),
+    }
 }

@@ -1,5 +1,6 @@
-//! Cookwala Core 0.2.1 integrity as a pure library: keys, signatures, selective disclosure,
-//! mission event logs, state machines and the conformance runner.
+//! Cookwala Core 0.2.1 as a pure library: integrity, vocabulary, units, documents, the dry-run and
+//! refusal engine, keys, signatures, selective disclosure, mission event logs, state machines and
+//! the conformance runner.
 //!
 //! Cookwala documents are hashed over RFC 8785 (JCS) canonical JSON and signed over a small
 //! signing header (RFC-0012). Every byte this crate hashes or signs comes from
@@ -18,6 +19,14 @@
 //!   replay over the mission transition table, and a [`mission::Sequencer`] that writes signed
 //!   logs (optionally `hash_only`, with erasable payloads).
 //! - [`execution`]: the execution state machine.
+//! - [`documents`]: strict document kinds (unknown fields rejected except `x-`, the version
+//!   gate, JSON pointers in every error) and the JSON Schemas generated from them.
+//! - [`vocab`]: the compiled-in vocabulary (ops and envelopes, heat levels, units, sensors) and a
+//!   loader for the standard's JSON files; [`units`]: conversion, quantities, money.
+//! - [`envelope`]: trace checks, ladder choice, sensor trust and plausibility; [`dryrun`]: the
+//!   reference dry run; [`limits`]: the built-in default SafetyLimits pack; [`precheck`]: the
+//!   executor's checks before the dry run.
+//! - [`migrate`]: 0.1 → 0.2 migration; [`logs`]: execution-log privacy and dataset export.
 //! - [`conformance`]: runs the standard's vector files and computes their `vectors_hash`.
 //!
 //! **Key design decision: the upstream reference is the algorithm.** Where the standard's prose
@@ -35,11 +44,20 @@
 pub mod b64;
 pub mod conformance;
 pub mod disclosure;
+pub mod documents;
+pub mod dryrun;
+pub mod envelope;
 pub mod execution;
 pub mod keys;
+pub mod limits;
+pub mod logs;
+pub mod migrate;
 pub mod mission;
+pub mod precheck;
 pub mod signature;
 pub mod time;
+pub mod units;
+pub mod vocab;
 
 pub use keys::{Alg, KeyRecord, KeySet, SigningAlg, SigningKey};
 pub use signature::{Reason, SignedKind, Verdict, attach, sign, verify_signature};

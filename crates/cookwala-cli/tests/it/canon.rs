@@ -58,3 +58,15 @@ fn usage_errors_exit_2() {
     assert_exit(&cookwala(dir.path(), &["frobnicate"]), 2);
     assert_exit(&cookwala(dir.path(), &["verify", "x.json"]), 2);
 }
+
+#[test]
+fn oversized_input_is_refused_without_reading_it_all() {
+    let dir = tempfile::tempdir().unwrap();
+    // One byte over the 64 MiB limit, as a valid JSON string so only the size can fail.
+    let mut big = vec![b'"'];
+    big.resize(64 * 1024 * 1024, b'a');
+    big.push(b'"');
+    let out = cookwala_in(dir.path(), &["canon"], &big);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("input larger than 67108864 bytes"), "{}", stderr(&out));
+}

@@ -5,14 +5,18 @@
 //! - `log`: sequencing, checkpoints, witnesses, hash_only payloads, torn tails.
 //! - `conformance`: the runner's text and JSON shapes and exit codes on the standard's vectors.
 //! - `demo`: the main job runs to completion.
+//! - `docs`: `validate`, `schema`, `migrate`, `logs export`.
+//! - `rules`: `convert`, `envelope`, `dry-run` (single, batch, explain), bad input.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod canon;
 mod conformance;
 mod demo;
+mod docs;
 mod keys;
 mod log;
+mod rules;
 
 use std::io::Write;
 use std::path::Path;

@@ -25,7 +25,7 @@ fn leaf() -> impl Strategy<Value = Value> {
     ]
 }
 
-fn value() -> impl Strategy<Value = Value> {
+pub fn value() -> impl Strategy<Value = Value> {
     leaf().prop_recursive(3, 24, 6, |inner| {
         let keys = prop_oneof![
             Just("kid".to_owned()),

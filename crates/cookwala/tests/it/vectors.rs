@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use canonical_json::Value;
-use cookwala::conformance::{RunError, run_suite, run_vector, vectors_hash};
+use cookwala::conformance::{self, RunError, run_suite, run_vector, vectors_hash};
 
 fn load(path: &Path) -> Value {
     canonical_json::parse(test_support::read(path).as_bytes()).unwrap()
@@ -11,23 +11,28 @@ fn load(path: &Path) -> Value {
 fn implemented_suites_pass_every_vector() {
     let Some(dir) = test_support::shared("standards/cookwala/conformance") else { return };
     let mut total = 0;
-    for suite in ["hash", "signature", "disclosure", "ledger", "transitions"] {
+    for suite in conformance::CORE_SUITES {
         let report = run_suite(suite, &load(&dir.join(format!("{suite}.json")))).unwrap();
         assert!(report.failed.is_empty(), "{suite}: failed {:?}", report.failed);
         assert_eq!(report.passed, report.total);
         total += report.total;
     }
-    assert_eq!(total, 4 + 8 + 2 + 7 + 11);
+    assert_eq!(total, 58);
+    let report =
+        run_suite("profiles/sensor_trust", &load(&dir.join("profiles/sensor_trust.json"))).unwrap();
+    assert!(report.failed.is_empty(), "sensor_trust: failed {:?}", report.failed);
+    assert_eq!(report.total, 9);
 }
 
 #[test]
 fn unimplemented_suites_say_so() {
     let Some(dir) = test_support::shared("standards/cookwala/conformance") else { return };
-    for suite in ["units", "envelope", "dryrun"] {
+    for suite in ["profiles/sms", "profiles/registry"] {
         let vectors = load(&dir.join(format!("{suite}.json")));
         let first = &vectors.as_array().unwrap()[0];
         assert_eq!(run_vector(suite, first), Err(RunError::Unsupported(suite.into())));
         assert!(matches!(run_suite(suite, &vectors), Err(RunError::Unsupported(_))));
+        assert!(!conformance::is_supported(suite));
     }
 }
 

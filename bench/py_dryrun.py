@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Times the upstream Python dry run (cookwala_samples.simulator.dry_run, PyPI cookwala-samples
+0.3.0) over the 32 cases of its bundled data: 4 recipes x 4 devices x humanPresent.
+
+Usage:
+  py_dryrun.py bundle-path                   # prints the path of the package's bundle.json
+  py_dryrun.py run [--runs N] [--run-secs S] [--smoke]
+                                             # JSON records shaped like cw-bench's
+
+Every case is checked against the bundle's expected result before timing.
+"""
+import json
+import os
+import sys
+
+import cookwala_samples
+from cookwala_samples.data import load_bundle
+from cookwala_samples.simulator import dry_run
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from py_jcs import measure, median  # noqa: E402
+
+
+def main(argv):
+    if not argv or argv[0] not in ('bundle-path', 'run'):
+        sys.exit(__doc__)
+    if argv[0] == 'bundle-path':
+        print(os.path.join(os.path.dirname(cookwala_samples.__file__), 'data', 'bundle.json'))
+        return
+    runs, run_secs = 5, 0.3
+    it = iter(argv[1:])
+    for a in it:
+        if a == '--runs':
+            runs = int(next(it))
+        elif a == '--run-secs':
+            run_secs = float(next(it))
+        elif a == '--smoke':
+            runs, run_secs = 1, 0.0
+    b = load_bundle()
+    cases = []
+    for e in b['expected']['dryRuns']:
+        recipe, device = b['recipes'][e['recipe']], b['devices'][e['device']]
+        got = dry_run(recipe, device, e['humanPresent'], True, b['safetyLimits'], b['now'])
+        plan = [[p['node'], p['by'], p['verifiedBy']] for p in got['plan']]
+        reason = (got.get('refusal') or {}).get('reason')
+        if (got['state'], reason, plan) != (e['state'], e['reason'], e['plan']):
+            sys.exit(f"py_dryrun: {e['recipe']} on {e['device']} differs from the bundle")
+        cases.append((recipe, device, e['humanPresent']))
+
+    def all_cases():
+        for recipe, device, human in cases:
+            dry_run(recipe, device, human, True, b['safetyLimits'], b['now'])
+
+    iters, per = measure(all_cases, run_secs, runs)
+    med = median(per)
+    print(json.dumps({'set': 'bundle-32', 'impl': 'python-ref', 'op': 'dry-run', 'docs': len(cases), 'bytes': 0,
+                      'iters': iters, 'runs': len(per), 'median_s': med, 'min_s': per[0], 'max_s': per[-1],
+                      'docs_per_s': len(cases) / med, 'mb_per_s': 0.0}), flush=True)
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

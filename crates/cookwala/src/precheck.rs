@@ -1,0 +1,365 @@
+//! Executor prechecks: what an executor checks before the dry run (COOKWALA.md §7.2).
+//!
+//! Order (the upstream hub's, first refusal wins): request fields, version (`core` 0.2.x),
+//! recipe found, recipe hash, recall, mandate (agent identity, `start_cooking` scope, expiry,
+//! principal signature, `confirmBefore`), allergen blocks, untrusted text (never refuses: an
+//! instruction found in free text is ignored and reported as a
+//! `cw.incident.untrusted_instruction` finding), busy. [`precheck`] is pure and returns a value.
+//!
+//! Decisions where the standard is silent (see also the crate report):
+//! - Only the request's `core` is version-gated; a recipe's `cookwala` field is a SpecVersion
+//!   and 0.1.x recipes are still accepted here (open point 19).
+//! - A recall target matches the recipe by `ref` (last `:` / `#` segment equals the recipe id)
+//!   and then: `allRevisions: true`, or `hash` equal to the recipe's document hash, or
+//!   `revision` equal to the recipe's revision, or — when the target names none of these — any
+//!   revision (a recall that does not say which revision is taken as covering all: fail safe).
+//! - Starting to cook is `irreversible` (heat, consumed food), and `irreversible` and
+//!   `safety_override` are always implied in `confirmBefore`: an agent's request needs the
+//!   principal's confirmation (passed in [`Context::confirmed`]) or it is refused
+//!   `not_authorized`.
+//! - Allergen blocks match the recipe's declared allergens (`eu14`, `us9`, `mayContain`,
+//!   ingredient `allergens`) case-insensitively, with a few aliases that only widen a block
+//!   (`nuts` also blocks `tree_nuts` and `peanuts`; `gluten` and `wheat` block
+//!   `cereals_gluten`; …) (open point 20). There is never a substitution around a block.
+
+use std::collections::BTreeSet;
+
+use canonical_json::{Value, digest::document_hash};
+
+use crate::dryrun::{Refusal, RefusalReason};
+use crate::keys::KeySet;
+use crate::signature::{SignedKind, verify_signature};
+use crate::time::{Instant, parse_timestamp};
+
+/// What the executor knows when a request arrives.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The ExecuteRequest.
+    pub request: &'a Value,
+    /// The recipe the request names, if this executor holds it.
+    pub recipe: Option<&'a Value>,
+    /// Recalls in force.
+    pub recalls: &'a [Value],
+    /// Keys to check the mandate signature with; `None` skips that check.
+    pub keys: Option<&'a KeySet>,
+    /// `confirmBefore` categories the principal has confirmed for this request.
+    pub confirmed: &'a [String],
+    /// The device is cooking something else.
+    pub busy: bool,
+    /// The current instant.
+    pub now: Instant,
+}
+
+/// A finding that does not refuse (an incident to report).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Incident type, e.g. `cw.incident.untrusted_instruction`.
+    pub incident: String,
+    /// Where: `request/<pointer>` or `recipe/<pointer>`.
+    pub location: String,
+    /// Always `ignored_and_logged`.
+    pub action: String,
+}
+
+/// The result of [`precheck`].
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Outcome {
+    /// The first refusal, if any.
+    pub refusal: Option<Refusal>,
+    /// Findings (reported as incidents, never acted on).
+    pub findings: Vec<Finding>,
+}
+
+/// The fields every ExecuteRequest carries.
+pub const REQUIRED: [&str; 7] =
+    ["core", "kind", "id", "recipe", "recipeHash", "requestedBy", "idempotencyKey"];
+
+fn refusal(reason: RefusalReason, detail: String) -> Option<Refusal> {
+    Some(Refusal { reason, node: None, detail })
+}
+
+/// Runs the prechecks in order.
+///
+/// # Errors
+/// The name of a required request field that is missing (an HTTP 400 problem, not a refusal).
+pub fn precheck(ctx: &Context<'_>) -> Result<Outcome, String> {
+    let req = ctx.request;
+    for key in REQUIRED {
+        if req.get(key).is_none() {
+            return Err(format!("missing {key}"));
+        }
+    }
+    let mut out = Outcome { refusal: first_refusal(ctx), findings: Vec::new() };
+    if out.refusal.is_none() {
+        out.findings = untrusted_findings(req, ctx.recipe);
+        if ctx.busy {
+            out.refusal =
+                refusal(RefusalReason::Busy, "this device is cooking something else".into());
+        }
+    }
+    Ok(out)
+}
+
+fn first_refusal(ctx: &Context<'_>) -> Option<Refusal> {
+    let req = ctx.request;
+    let core = match req.get("core") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => canonical_json::to_python_compact(other)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default(),
+        None => String::new(),
+    };
+    if !core.starts_with("0.2.") {
+        return refusal(
+            RefusalReason::UnsupportedVersion,
+            format!("core {core}; this executor speaks 0.2.x"),
+        );
+    }
+    let Some(recipe) = ctx.recipe else {
+        return refusal(
+            RefusalReason::MissingCapability,
+            "recipe not found in this executor's catalog".into(),
+        );
+    };
+    let held = document_hash(recipe).unwrap_or_default();
+    if req.get("recipeHash").and_then(Value::as_str) != Some(held.as_str()) {
+        return refusal(RefusalReason::RecipeHashMismatch, format!("this executor holds {held}"));
+    }
+    if let Some(r) = recall_refusal(ctx.recalls, recipe, &held) {
+        return Some(r);
+    }
+    if let Some(r) = mandate_refusal(ctx) {
+        return Some(r);
+    }
+    let blocked = blocked_allergens(req, recipe);
+    if !blocked.is_empty() {
+        let list: Vec<&str> = blocked.iter().map(String::as_str).collect();
+        return refusal(
+            RefusalReason::AllergenBlock,
+            format!("recipe contains blocked allergen(s): {}", list.join(", ")),
+        );
+    }
+    None
+}
+
+/// The id a GlobalRef names: its last `:` segment, then its last `#` segment.
+pub fn ref_id(global_ref: &str) -> &str {
+    let last = global_ref.rsplit(':').next().unwrap_or(global_ref);
+    last.rsplit('#').next().unwrap_or(last)
+}
+
+fn recall_refusal(recalls: &[Value], recipe: &Value, held: &str) -> Option<Refusal> {
+    let id = recipe.get("id").and_then(Value::as_str)?;
+    for rc in recalls {
+        for t in rc.get("targets").and_then(Value::as_array).unwrap_or_default() {
+            let Some(r) = t.get("ref").and_then(Value::as_str) else { continue };
+            if ref_id(r) != id {
+                continue;
+            }
+            let all = t.get("allRevisions").and_then(Value::as_bool) == Some(true);
+            let by_hash = t.get("hash").and_then(Value::as_str);
+            let by_rev = t.get("revision");
+            let hit = all
+                || by_hash.is_some_and(|h| h == held)
+                || by_rev.is_some_and(|rev| Some(rev) == recipe.get("revision"))
+                || (by_hash.is_none() && by_rev.is_none());
+            if hit {
+                let rid = rc.get("id").and_then(Value::as_str).unwrap_or("<unnamed>");
+                let why = rc.get("reason").and_then(Value::as_str).unwrap_or("unspecified");
+                return refusal(
+                    RefusalReason::RecipeRecalled,
+                    format!("recall {rid} ({why}) is in force"),
+                );
+            }
+        }
+    }
+    None
+}
+
+fn mandate_refusal(ctx: &Context<'_>) -> Option<Refusal> {
+    let req = ctx.request;
+    let by = req.get("requestedBy").and_then(Value::as_str).unwrap_or("");
+    let Some(m) = req.get("mandate") else {
+        if by.starts_with("agent:") {
+            return refusal(
+                RefusalReason::NotAuthorized,
+                format!("{by} is an agent and sent no mandate"),
+            );
+        }
+        return None;
+    };
+    if let Some(agent) = m.get("agent").and_then(Value::as_str)
+        && agent != by
+    {
+        return refusal(
+            RefusalReason::NotAuthorized,
+            format!("mandate is for {agent}, request is from {by}"),
+        );
+    }
+    let scopes = m.get("scopes").and_then(Value::as_array).unwrap_or_default();
+    if !scopes.iter().any(|s| s.as_str() == Some("start_cooking")) {
+        return refusal(RefusalReason::MandateScope, "the mandate lacks start_cooking".into());
+    }
+    match m.get("expires").map(|e| e.as_str().map(parse_timestamp)) {
+        None => {}
+        Some(Some(Ok(until))) if until > ctx.now => {}
+        Some(Some(Ok(_))) => {
+            return refusal(RefusalReason::MandateScope, "the mandate has expired".into());
+        }
+        Some(_) => {
+            return refusal(
+                RefusalReason::MandateScope,
+                "the mandate's expiry cannot be read (invalid_timestamp)".into(),
+            );
+        }
+    }
+    if let Some(keys) = ctx.keys {
+        let verdict = verify_signature(m, keys, SignedKind::Document);
+        if !verdict.is_ok() {
+            return refusal(
+                RefusalReason::NotAuthorized,
+                format!("mandate signature: {}", verdict.reason.as_str()),
+            );
+        }
+    }
+    // `irreversible` and `safety_override` are always implied; starting to cook is irreversible.
+    if !ctx.confirmed.iter().any(|c| c == "irreversible") {
+        return refusal(
+            RefusalReason::NotAuthorized,
+            "starting to cook is irreversible: the principal must confirm it (confirmBefore)"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Every allergen the recipe declares (lower-cased): `safety.allergens` lists and ingredient
+/// `allergens`.
+pub fn recipe_allergens(recipe: &Value) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut add = |v: &Value| {
+        for a in v.as_array().unwrap_or_default() {
+            if let Some(s) = a.as_str() {
+                out.insert(s.to_lowercase());
+            }
+        }
+    };
+    match recipe.pointer("/safety/allergens") {
+        Some(Value::Object(m)) => m.values().for_each(&mut add),
+        Some(v) => add(v),
+        None => {}
+    }
+    for ing in recipe.get("ingredients").and_then(Value::as_array).unwrap_or_default() {
+        if let Some(a) = ing.get("allergens") {
+            add(a);
+        }
+    }
+    out
+}
+
+/// Names a block also covers (blocks only ever widen).
+fn block_aliases(block: &str) -> &'static [&'static str] {
+    match block {
+        "nuts" | "nut" => &["tree_nuts", "nuts", "peanuts"],
+        "peanut" => &["peanuts"],
+        "tree_nut" => &["tree_nuts"],
+        "gluten" | "wheat" | "cereals_gluten" => &["cereals_gluten", "wheat", "gluten"],
+        "egg" => &["eggs"],
+        "shellfish" => &["crustaceans", "molluscs", "shellfish"],
+        "fish" => &["fish"],
+        "dairy" | "lactose" => &["milk"],
+        "soy" | "soya" => &["soybeans", "soy", "soya"],
+        _ => &[],
+    }
+}
+
+fn blocked_allergens(req: &Value, recipe: &Value) -> BTreeSet<String> {
+    let present = recipe_allergens(recipe);
+    let mut out = BTreeSet::new();
+    for b in req.get("allergenBlocks").and_then(Value::as_array).unwrap_or_default() {
+        let Some(b) = b.as_str() else { continue };
+        let b = b.to_lowercase();
+        if present.contains(&b) {
+            out.insert(b.clone());
+        }
+        for alias in block_aliases(&b) {
+            if present.contains(*alias) {
+                out.insert((*alias).to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Phrases that read as instructions to a machine. Text containing one is data, never obeyed.
+const INSTRUCTION_PHRASES: &[&str] = &[
+    "ignore previous instructions",
+    "ignore all previous",
+    "ignore prior instructions",
+    "ignore the above",
+    "disregard the rules",
+    "disregard the instructions",
+    "disregard the limits",
+    "disregard safety",
+    "override safety",
+    "override the safety",
+    "bypass safety",
+    "bypass the safety",
+    "disable safety",
+    "disable the safety",
+    "raise the temperature limit",
+    "raise the safety limit",
+    "increase the heat limit",
+    "increase the temperature limit",
+    "system prompt",
+    "you are now",
+    "act as ",
+    "skip the allergen",
+    "skip allergen",
+    "skip the safety",
+    "without supervision",
+    "without a person",
+    "without a human",
+];
+
+/// True when `text` holds an instruction-like phrase (case-insensitive).
+pub fn looks_like_instruction(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    INSTRUCTION_PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// Scans every string of the request and the recipe (free text is untrusted data; fields marked
+/// `x-cookwala-untrusted` included) and reports instruction-like text as findings.
+pub fn untrusted_findings(request: &Value, recipe: Option<&Value>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut scan = |doc: &Value, place: &str| {
+        let mut stack: Vec<(String, &Value)> = vec![(String::new(), doc)];
+        while let Some((path, v)) = stack.pop() {
+            match v {
+                Value::String(s) if looks_like_instruction(s) => out.push(Finding {
+                    incident: "cw.incident.untrusted_instruction".into(),
+                    location: format!("{place}{path}"),
+                    action: "ignored_and_logged".into(),
+                }),
+                Value::Array(items) => {
+                    for (i, x) in items.iter().enumerate().rev() {
+                        stack.push((format!("{path}/{i}"), x));
+                    }
+                }
+                Value::Object(m) => {
+                    for (k, x) in m.iter().rev() {
+                        let key = k.replace('~', "~0").replace('/', "~1");
+                        stack.push((format!("{path}/{key}"), x));
+                    }
+                }
+                _ => {}
+            }
+        }
+    };
+    scan(request, "request");
+    if let Some(r) = recipe {
+        scan(r, "recipe");
+    }
+    out
+}
