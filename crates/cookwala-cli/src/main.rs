@@ -45,6 +45,36 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Cook a recipe on the simulator: dry run, then live progress, a log and a plot
+    ///
+    /// RECIPE is a built-in id (red-lentil-soup, vegetable-stock, chickpea-fritters,
+    /// garlic-greens, oat-honey-loaf, cucumber-herb-salad) or a file. The device defaults to the
+    /// recipe's built-in device, else the hob robot. Exit 0 when the execution completes.
+    Cook {
+        /// Built-in recipe id or recipe file
+        recipe: String,
+        /// Built-in device id (sim-hob-robot, sim-oven, sim-counter-arm) or capabilities file
+        #[arg(long)]
+        device: Option<String>,
+        /// A person stays in the kitchen (needed for hot oil, open pans and blades)
+        #[arg(long)]
+        human_present: bool,
+        /// Run N times real time (default: as fast as possible)
+        #[arg(long)]
+        speed: Option<f64>,
+        /// Sensor-noise seed (same seed, same run)
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Inject a fault into the first heated step: sensor, overheat or timeout
+        #[arg(long, value_parser = commands::cook::parse_fault)]
+        fault: Option<cookwala_sim::FaultKind>,
+        /// Write an SVG plot of every reading against its envelope band
+        #[arg(long)]
+        plot: Option<PathBuf>,
+        /// Print the final status, log and incidents as JSON
+        #[arg(long)]
+        json: bool,
+    },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
     /// No trailing newline is written, so the output can be piped straight into a hash tool.
@@ -582,6 +612,18 @@ fn run(cli: Cli) -> Result<bool> {
     use commands::{canon, conformance, demo, disclose, keys, rules};
     match cli.command {
         Command::Demo { out } => demo::run(out).map(|()| true),
+        Command::Cook { recipe, device, human_present, speed, seed, fault, plot, json } => {
+            commands::cook::run(&commands::cook::CookArgs {
+                recipe,
+                device,
+                human_present,
+                speed,
+                seed,
+                fault,
+                plot,
+                json,
+            })
+        }
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen { alg, kid, out, valid_from, json } => {

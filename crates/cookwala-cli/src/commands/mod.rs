@@ -2,6 +2,7 @@
 
 pub mod canon;
 pub mod conformance;
+pub mod cook;
 pub mod demo;
 pub mod disclose;
 pub mod docs;

@@ -5,6 +5,7 @@
 //! - `log`: sequencing, checkpoints, witnesses, hash_only payloads, torn tails.
 //! - `conformance`: the runner's text and JSON shapes and exit codes on the standard's vectors.
 //! - `demo`: the main job runs to completion.
+//! - `cook`: the simulator end to end (completion, refusal, faults, JSON, plot).
 //! - `docs`: `validate`, `schema`, `migrate`, `logs export`.
 //! - `rules`: `convert`, `envelope`, `dry-run` (single, batch, explain), bad input.
 
@@ -12,6 +13,7 @@
 
 mod canon;
 mod conformance;
+mod cook;
 mod demo;
 mod docs;
 mod keys;

@@ -1,0 +1,135 @@
+//! Simulation inputs: the documents, the plan, faults and the clock mapping.
+
+use canonical_json::Value;
+use cookwala::dryrun::{By, DryRun, Refusal};
+
+/// One plan row the simulator executes (an owned copy of a dry-run row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanStep {
+    /// Node id.
+    pub node: String,
+    /// Op id.
+    pub op: String,
+    /// A person performs the step (`by: human`).
+    pub by_human: bool,
+    /// `sensor`, `model`, `time` or `human`.
+    pub verified_by: String,
+    /// The ladder rung (a sensor id, `model`, `time`, `human`), device rows only.
+    pub rung: Option<String>,
+}
+
+impl PlanStep {
+    /// The rows of an accepted dry run.
+    pub fn from_dry_run(dry: &DryRun<'_>) -> Vec<PlanStep> {
+        dry.plan
+            .iter()
+            .map(|row| PlanStep {
+                node: row.node.to_owned(),
+                op: row.op.to_owned(),
+                by_human: row.by == By::Human,
+                verified_by: row.verified_by.to_owned(),
+                rung: row.rung.map(str::to_owned),
+            })
+            .collect()
+    }
+}
+
+/// A fault to inject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// The step's temperature sensor stops reporting 5 s into the step.
+    Sensor,
+    /// The heater relay sticks on at full power from the start of the step.
+    Overheat,
+    /// The step's completion cue never arrives, so it runs into its `maxTime`.
+    Timeout,
+}
+
+impl FaultKind {
+    /// `sensor`, `overheat` or `timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Sensor => "sensor",
+            FaultKind::Overheat => "overheat",
+            FaultKind::Timeout => "timeout",
+        }
+    }
+
+    /// Parses [`FaultKind::as_str`] (also `sensor_fault`).
+    pub fn parse(text: &str) -> Option<FaultKind> {
+        match text {
+            "sensor" | "sensor_fault" => Some(FaultKind::Sensor),
+            "overheat" => Some(FaultKind::Overheat),
+            "timeout" => Some(FaultKind::Timeout),
+            _ => None,
+        }
+    }
+}
+
+/// A fault and the step it hits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// What goes wrong.
+    pub kind: FaultKind,
+    /// The node; `None` picks the first device step with a temperature band (for `timeout`,
+    /// the first device step when no step is heated).
+    pub node: Option<String>,
+}
+
+/// Everything a [`crate::Simulation`] starts from.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The Recipe document.
+    pub recipe: Value,
+    /// The device's Capabilities document (`x-sim` tunes the physics).
+    pub device: Value,
+    /// Extra SafetyLimits to add to the built-in default pack. They can only narrow: the
+    /// effective pack is [`cookwala::limits::narrow`]`(default_pack, extra)`.
+    pub extra_limits: Option<Value>,
+    /// A person is present in the kitchen.
+    pub human_present: bool,
+    /// The `model` rung may be used.
+    pub allow_model: bool,
+    /// The noise seed.
+    pub seed: u64,
+    /// Faults to inject.
+    pub faults: Vec<Fault>,
+    /// The wall-clock time of simulated time 0, in milliseconds since the Unix epoch
+    /// (timestamps are this plus simulated ms).
+    pub start_unix_ms: i64,
+    /// ExecutionStatus `id`.
+    pub execution_id: String,
+    /// ExecutionStatus `request` (the ExecuteRequest id).
+    pub request_id: String,
+    /// A plan made by the caller; `None` runs the dry run here.
+    pub plan: Option<Vec<PlanStep>>,
+    /// A refusal the caller already decided (an executor precheck such as
+    /// `recipe_hash_mismatch` or `busy`): the execution starts `refused` with it and nothing
+    /// runs.
+    pub refusal: Option<Refusal>,
+    /// How often (simulated ms) a running execution publishes readings and progress, each a
+    /// new `seq`. Paused or waiting executions publish nothing, so `If-Match` stays stable.
+    pub publish_every_ms: u64,
+}
+
+impl SimConfig {
+    /// Defaults: nobody present, model allowed, seed 1, no faults, start 2026-01-01T00:00:00Z,
+    /// ids `sim-1` / `sim-1-request`, dry run here, publish every 5 s.
+    pub fn new(recipe: Value, device: Value) -> SimConfig {
+        SimConfig {
+            recipe,
+            device,
+            extra_limits: None,
+            human_present: false,
+            allow_model: true,
+            seed: 1,
+            faults: Vec::new(),
+            start_unix_ms: 1_767_225_600_000,
+            execution_id: "sim-1".to_owned(),
+            request_id: "sim-1-request".to_owned(),
+            plan: None,
+            refusal: None,
+            publish_every_ms: 5_000,
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Deterministic device physics and the Cookwala executor runtime on an injected clock.
+//!
+//! A [`Simulation`] is one execution of one recipe on one simulated device. It is pure: no wall
+//! clock, no OS randomness, no I/O. Time is simulated milliseconds handed to
+//! [`Simulation::advance`]; noise comes from a seeded xorshift generator, so the same
+//! [`SimConfig`] (seed included) always produces the same readings, events, status and log. A
+//! 60-minute recipe is 36 000 ticks of a handful of floating-point operations, so it simulates
+//! in milliseconds; the HTTP hub (and `cookwala cook --speed N`) decide how fast simulated time
+//! passes.
+//!
+//! **Physics rather than a timer** ([`physics`]). Lumped first-order bodies — pan surface,
+//! contents (water that clamps at its altitude-corrected boiling point and evaporates, frying
+//! oil, or a thin layer of food), oven air and product core — exchange heat through fixed
+//! conductances and lose it to a 22 °C kitchen; a lid cuts the contents' loss. Heaters have
+//! power limits (the device's `x-sim` block: `hobPowerW`, `ovenPowerW`, `panHeatCapacityJPerK`,
+//! `motion`). Every temperature sensor the device declares (`cw.sense.pan_surface_temp`,
+//! `liquid_temp`, `oil_temp`, `product_temp`, `oven_temp`, `grill_temp`, `core_temp`) is read
+//! at 1 Hz with seeded Gaussian noise of half its declared `accuracy`.
+//!
+//! **Controller.** For a step whose op has a temperature envelope, the controller drives the
+//! envelope's medium to the recipe's target (`params.tempC`, `oilTempC` or `target`, when it
+//! lies inside the band; else the band's middle), with feed-forward of the steady loss plus a
+//! proportional term on the measured temperature corrected for the heat stored in the pan, so
+//! the contents do not overshoot the band. The step ends when the medium has been in band for
+//! `until.nominalTime` (else `minTime`, else a per-op default) and every `until.all` sensor
+//! comparison holds for its `holdFor`; it times out at `maxTime` and then follows `onTimeout`
+//! (`abort_safe` stops, `extend`/`retry` extend once, anything else asks a person). Steps
+//! without a thermal envelope are timed the same way. The envelope verdict of each step comes
+//! from [`cookwala::envelope::check_envelope`] over the step's readings.
+//!
+//! **Lifecycle.** `accepted → preparing → running → completed`, with `paused`, `needs_human`
+//! (plan rows `by: human`, a timed-out step, an `ask_human` limit), `stopping → stopped`, and
+//! `refused`/`failed` final — every move checked with
+//! [`cookwala::execution::transition_allowed`]. `seq` increments on every observable change
+//! (state, step start/end, safety action, and a telemetry publication every
+//! [`SimConfig::publish_every_ms`] while running); [`Simulation::status`] is exactly the
+//! document of the current `seq`, so an `ETag`/`If-Match` built on it is stable while the
+//! execution waits for a person.
+//!
+//! **Safety.** The executor's SafetyLimits are the built-in default pack narrowed with
+//! [`SimConfig::extra_limits`] ([`cookwala::limits::narrow`] can only add limits), so no input
+//! raises a limit. A monitor independent of the controller checks every `max_temp` limit each
+//! tick (oil above 200 °C while frying, a pan surface above 280 °C): `cut_heat`/`stop_all` cut
+//! the heaters at once, record a safety event and an anonymous IncidentReport, and stop the
+//! execution (`aborted_safe`); `ask_human` moves to `needs_human`. A stop cuts motion
+//! [`sim::MOTION_STOP_MS`] and heat [`sim::HEAT_CUT_MS`] after the request (budgets 0.5 s and
+//! 1 s); the log carries a `stop.local` safety event and, under `x-sim.stop`, the request, heat
+//! cut and motion stop times (RFC 3339 with milliseconds, and the delays in ms). Every final
+//! state has the heaters off. Guards of our own: a heater that draws full power for 60 s while the
+//! controller asks for less (`x-sim.heater_runaway`), and a verifying sensor that stops
+//! reporting (`x-sim.sensor_fault`: fall back to the next usable ladder rung, else cut heat and
+//! fail).
+//!
+//! **Faults** ([`FaultKind`]): `Sensor` (the step's sensor goes silent 5 s in), `Overheat` (the
+//! heater relay sticks on), `Timeout` (the step's completion cue never comes).
+//!
+//! **API.** [`Simulation::new`], [`Simulation::advance`] (returns [`SimEvent`]s with their
+//! CloudEvents type, priority and data), [`Simulation::stop`], [`Simulation::pause`],
+//! [`Simulation::resume`], [`Simulation::confirm_human`], [`Simulation::status`],
+//! [`Simulation::is_final`], [`Simulation::log`] (an ExecutionLog only after a final state:
+//! `consent.dataset: none`, `privacy.personalData: none`, no names or ids of people, and not
+//! even the caller's stop reason — only the code `requested`),
+//! [`Simulation::incidents`] and [`Simulation::trace`]. [`builtin`] holds the project's example
+//! recipes and devices.
+//!
+//! **Documents.** Status, log and incident documents validate against the standard's JSON
+//! Schemas, which close most nested objects (`safetyEvents` rows are `{at, limit, action,
+//! node}`, step `summary` rows are per-sensor `{sensor, unit, min, max, end}`, deviations are
+//! `{kind, detail}`). Everything richer — each step's band, target, envelope verdict, time to
+//! reach the band, the safety details and the stop timings — goes under the log's top-level
+//! `x-sim` extension, which the schemas allow.
+
+pub mod builtin;
+mod config;
+mod events;
+pub mod physics;
+mod rng;
+pub mod sim;
+mod steps;
+mod trace;
+
+pub use config::{Fault, FaultKind, PlanStep, SimConfig};
+pub use events::{EventKind, Priority, SimEvent};
+pub use rng::Rng;
+pub use sim::{SimError, Simulation};
+pub use trace::{Trace, TracePoint, TraceStep};
+
+use canonical_json::Value;
+
+/// A number rounded to 3 decimals as a JSON value (integers stay integers).
+pub(crate) fn num(x: f64) -> Value {
+    let r = (x * 1000.0).round() / 1000.0;
+    if r.fract() == 0.0 && r.abs() < 1e15 {
+        #[allow(clippy::cast_possible_truncation)]
+        Value::from(r as i64)
+    } else {
+        canonical_json::Finite::new(r).map_or(Value::Null, Value::from)
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for milliseconds since the Unix epoch (proleptic Gregorian).
+pub fn rfc3339_ms(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let ms = unix_ms.rem_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests;
