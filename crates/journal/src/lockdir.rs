@@ -326,10 +326,13 @@ fn owner_json(identity: &str, host: &str, now: SystemTime) -> io::Result<Vec<u8>
     serde_json::to_vec(&owner).map_err(io::Error::other)
 }
 
+/// Writes `owner.json` into the freshly created lock directory. Not fsynced (upstream does not
+/// either): mutual exclusion comes from the atomic `mkdir`, and `owner.json` only describes the
+/// holder. A killed process leaves the bytes in the page cache; only a power loss can leave it
+/// missing or empty, and such a lock is then broken by age ([`STALE_AFTER`]) or `force`.
 fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut file = File::create_new(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
+    file.write_all(bytes)
 }
 
 /// This machine's host name, as Python's `os.uname().nodename`.
