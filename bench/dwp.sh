@@ -62,21 +62,23 @@ t1=$(date +%s.%N)
 appends=$((1000 - 3))
 append_ms=$(echo "($t1 - $t0) * 1000 / $appends" | bc -l)
 
-# One append vs one bare write+fsync, each a fresh process, same disk, same run.
+# One append vs one bare write+fsync, each a fresh process, same disk, same run. The two are
+# interleaved so that both see the same background load.
 line='{"bench":"x"}'
 reps=200
-t0=$(date +%s.%N)
-for _ in $(seq $reps); do
-  printf '%s\n' "$line" | dd of="$work/bare.ndjson" oflag=append conv=notrunc,fsync status=none
-done
-t1=$(date +%s.%N)
-bare_ms=$(echo "($t1 - $t0) * 1000 / $reps" | bc -l)
-t0=$(date +%s.%N)
+bare_ns=0
+cmp_ns=0
 for i in $(seq $reps); do
+  t0=$(date +%s%N)
+  printf '%s\n' "$line" | dd of="$work/bare.ndjson" oflag=append conv=notrunc,fsync status=none
+  t1=$(date +%s%N)
   "$dwp" ledger --plan "$sp" append --type observation --trust asserted --json "{\"statement\":\"cmp $i\"}" >/dev/null
+  t2=$(date +%s%N)
+  bare_ns=$((bare_ns + t1 - t0))
+  cmp_ns=$((cmp_ns + t2 - t1))
 done
-t1=$(date +%s.%N)
-cmp_ms=$(echo "($t1 - $t0) * 1000 / $reps" | bc -l)
+bare_ms=$(echo "$bare_ns / $reps / 1000000" | bc -l)
+cmp_ms=$(echo "$cmp_ns / $reps / 1000000" | bc -l)
 head -n 1000 "$sp/journal.ndjson" >"$work/seed.ndjson"
 
 measure() { # LABEL CMD... -> "wall_s peak_kb"

@@ -14,6 +14,19 @@ use anyhow::{Context, Result};
 use canonical_json::Value;
 use clap::{Args, Parser, Subcommand};
 use dwp::validate;
+mod amend;
+mod context;
+mod delegate;
+mod migrate;
+mod new;
+mod outcomes;
+mod resources;
+mod resume;
+mod scheduler;
+mod status;
+mod verify;
+mod views;
+
 use dwp_ledger::{
     self as plan, AppendRequest, GateCommand, GateRequest, LedgerError, Plan, Timeout, Writer,
 };
@@ -38,6 +51,27 @@ enum Command {
     Contract(ContractCommand),
     /// The journal writer, gates, completion and projection (upstream `ledger.py`)
     Ledger(LedgerArgs),
+    /// The read-only scheduler: ready list, boosts, proposal authorization
+    #[command(subcommand)]
+    Scheduler(scheduler::SchedulerCommand),
+    /// Closure, verification receipts, review observations and control pairs
+    Outcomes(outcomes::OutcomesArgs),
+    /// Generated Markdown views with human-edit detection and reconciliation
+    Views(views::ViewsArgs),
+    /// A readable plan summary: tasks, criteria, what is next, what is blocked and why
+    Status(status::StatusArgs),
+    /// Read-only conformance check of a plan's records (verdict and exit code)
+    Verify(verify::VerifyArgs),
+    /// Allocate .dwp/plans/PLAN_NNN_slug/
+    New(new::NewArgs),
+    /// Migrate a v5 plan to v6 (preview, migrate, rollback)
+    Migrate(migrate::MigrateArgs),
+    /// Resource envelope report, routing posture, exhaustion, settlement
+    Resources(resources::ResourcesArgs),
+    /// Write the per-task context manifest (context/<T>.json)
+    Context(context::ContextArgs),
+    /// Recover a plan: inspect, validate, project, render; list evidence to run again
+    Resume(resume::ResumeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +228,10 @@ enum LedgerCommand {
         #[arg(long)]
         dest: Option<PathBuf>,
     },
+    /// The next contract revision: amendment, approval, live-contract switch (resumable)
+    Amend(amend::AmendArgs),
+    /// v7 delegation: launch, observe, collect, cancel (refusals recorded, exit 5)
+    Delegate(delegate::DelegateArgs),
 }
 
 fn main() -> ExitCode {
@@ -207,6 +245,16 @@ fn main() -> ExitCode {
             }
         },
         Command::Ledger(args) => run_ledger(args),
+        Command::Scheduler(cmd) => scheduler::run(cmd),
+        Command::Outcomes(args) => outcomes::run(args),
+        Command::Views(args) => views::run(args),
+        Command::Status(args) => status::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::New(args) => new::run(args),
+        Command::Migrate(args) => migrate::run(args),
+        Command::Resources(args) => resources::run(args),
+        Command::Context(args) => context::run(args),
+        Command::Resume(args) => resume::run(args),
     }
 }
 
@@ -600,9 +648,12 @@ fn ledger(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<ExitCo
             println!("OK: {task} criteria satisfied: {}", names.join(", "));
             Ok(ExitCode::SUCCESS)
         }
+        LedgerCommand::Amend(args) => amend::run(plan_arg, args, human_marker),
+        LedgerCommand::Delegate(args) => delegate::run(plan_arg, force, args),
         LedgerCommand::Project => {
-            let writer = open_writer(plan_arg, force)?;
-            let state = writer.project()?;
+            // Only the lock, the repair and the last seq: the projection streams the events.
+            let writer = open_writer_with(plan_arg, force, plan::Load::Tail)?;
+            let state = writer.project_streaming()?;
             finish(writer)?;
             println!(
                 "OK: state.json projected ({} tasks, {} types)",

@@ -21,6 +21,14 @@ use dwp::projection::{self, Archive, seq_of};
 use dwp::py::repr_str;
 use dwp::validate::{self, Generation, MECHANISMS, contract_generation};
 
+pub mod amend;
+pub mod delegate;
+pub mod migrate;
+pub mod outcomes;
+pub mod records;
+pub mod verify;
+pub mod views;
+
 /// The journal file name.
 pub const JOURNAL_NAME: &str = "journal.ndjson";
 /// The gate reuse cache.
@@ -568,6 +576,19 @@ impl Writer {
         if path.exists() {
             let (journal, report) =
                 Journal::open(&path, &OpenOptions::new()).map_err(journal_err)?;
+            if load == Load::Tail {
+                // The crate's scan has checked (and repaired) every line: a plain append needs
+                // only the last event's seq, read from the end of the file.
+                if let Some(line) = last_line(&path, journal.len())? {
+                    writer.tail_seq = seq_of(&canonical_json::parse(&line).map_err(|e| {
+                        fail(format!(
+                            "journal.ndjson last line is not strict JSON ({e}) — no write was made"
+                        ))
+                    })?);
+                }
+                writer.journal = Some(journal);
+                return writer.record_damage(report.damage);
+            }
             // The journal crate has scanned and repaired the file and we hold both locks: read
             // the good prefix once and parse each line (the crate's own record reader would
             // validate every line a second time).
@@ -588,21 +609,23 @@ impl Writer {
                     ))
                 })
             };
-            if load == Load::Full {
-                let mut live = Vec::with_capacity(records.len());
-                for record in &records {
-                    live.push(parse(record)?);
-                }
-                writer.events = writer.plan.archived_events()?;
-                writer.events.extend(live);
-            } else if let Some(last) = records.last() {
-                writer.tail_seq = seq_of(&parse(last)?);
+            let mut live = Vec::with_capacity(records.len());
+            for record in &records {
+                live.push(parse(record)?);
             }
+            writer.events = writer.plan.archived_events()?;
+            writer.events.extend(live);
             writer.journal = Some(journal);
             damage = report.damage;
         } else if load == Load::Full {
             writer.events = writer.plan.archived_events()?;
         }
+        writer.record_damage(damage)
+    }
+
+    /// Records the repair the journal crate made on open (if any) as a `journal_repair` event.
+    fn record_damage(mut self, damage: Option<Damage>) -> Result<Writer> {
+        let writer = &mut self;
         match damage {
             None => {}
             Some(d @ Damage::TornTail { .. }) => {
@@ -626,7 +649,7 @@ impl Writer {
                 )?;
             }
         }
-        Ok(writer)
+        Ok(self)
     }
 
     /// Releases the lock.
@@ -1089,6 +1112,47 @@ impl Writer {
         Ok(state)
     }
 
+    /// `project` for a writer opened with [`Load::Tail`]: streams archived + live events through
+    /// a [`projection::Projector`] instead of holding them, then writes `state.json` atomically.
+    /// The bytes are those of [`Writer::project`] on a fully loaded writer.
+    ///
+    /// # Errors
+    /// I/O; a line that is not strict JSON.
+    pub fn project_streaming(&self) -> Result<Value> {
+        use std::io::BufRead;
+        let mut projector = projection::Projector::new();
+        for event in self.plan.archived_events()? {
+            projector.feed(&event);
+        }
+        if let Some(journal) = &self.journal {
+            let path = self.plan.journal_path();
+            let file = fs::File::open(&path).map_err(|e| io_fail(&path, e))?;
+            let mut reader = std::io::BufReader::with_capacity(1 << 16, file.take(journal.len()));
+            let mut line = Vec::new();
+            let mut at = 0usize;
+            loop {
+                line.clear();
+                let n = reader.read_until(b'\n', &mut line).map_err(|e| io_fail(&path, e))?;
+                if n == 0 {
+                    break;
+                }
+                if !line.iter().all(u8::is_ascii_whitespace) {
+                    let event = canonical_json::parse(&line).map_err(|e| {
+                        fail(format!(
+                            "journal.ndjson line at byte {at} is not strict JSON ({e}) — no write was made"
+                        ))
+                    })?;
+                    projector.feed(&event);
+                }
+                at += n;
+            }
+        }
+        let state =
+            projector.finish(&self.plan.contract, &self.plan.contract_id, &self.plan.archives());
+        write_pretty(&self.plan.dir.join("state.json"), &state)?;
+        Ok(state)
+    }
+
     /// `roll`: archives the live journal; seq continues above it; re-projects.
     ///
     /// # Errors
@@ -1495,6 +1559,33 @@ impl Drop for Writer {
         if let Some(lock) = self.lock.take() {
             let _ = lock.release();
         }
+    }
+}
+
+/// The last non-blank line of the first `len` bytes of `path`, read backwards from the end in
+/// 4 KiB steps (a plain append must not cost a read of the whole journal).
+fn last_line(path: &Path, len: u64) -> Result<Option<Vec<u8>>> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = fs::File::open(path).map_err(|e| io_fail(path, e))?;
+    let mut tail: Vec<u8> = Vec::new();
+    let mut pos = len;
+    loop {
+        let trimmed = tail.iter().rposition(|b| !b.is_ascii_whitespace());
+        if let Some(end) = trimmed
+            && let Some(start) = tail[..end].iter().rposition(|b| *b == b'\n')
+        {
+            return Ok(Some(tail[start + 1..=end].to_vec()));
+        }
+        if pos == 0 {
+            return Ok(trimmed.map(|end| tail[..=end].to_vec()));
+        }
+        let step = pos.min(4096);
+        pos -= step;
+        let mut chunk = vec![0u8; usize::try_from(step).unwrap_or(4096)];
+        file.seek(SeekFrom::Start(pos)).map_err(|e| io_fail(path, e))?;
+        file.read_exact(&mut chunk).map_err(|e| io_fail(path, e))?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
     }
 }
 

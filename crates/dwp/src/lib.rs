@@ -13,7 +13,14 @@
 //! over parsed [`canonical_json::Value`]s with no I/O and no clock. The plan folder, the journal
 //! writer and the gate runner live in the `dwp-ledger` crate.
 
+pub mod context;
 pub mod contract;
+pub mod migrate;
+pub mod outcomes;
 pub mod projection;
 pub mod py;
+pub mod resources;
+pub mod scheduler;
+pub mod status;
 pub mod validate;
+pub mod views;

@@ -291,23 +291,81 @@ pub fn snapshot(
     events: &[Value],
     archives: &[Archive],
 ) -> Value {
-    let mut positions: BTreeMap<String, i64> = BTreeMap::new();
-    let mut updated_at: Option<&str> = None;
+    let mut positions = Positions::default();
     for event in events {
-        let Some(etype) = type_of(event) else { continue };
+        positions.feed(event);
+    }
+    snapshot_with(contract, contract_id, events, archives, positions)
+}
+
+/// Per-type journal positions and the latest `ts` over non-provenance events.
+#[derive(Debug, Default)]
+struct Positions {
+    seqs: BTreeMap<String, i64>,
+    updated_at: Option<String>,
+}
+
+impl Positions {
+    fn feed(&mut self, event: &Value) {
+        let Some(etype) = type_of(event) else { return };
         if PROVENANCE_TYPES.contains(&etype) {
-            continue;
+            return;
         }
         let seq = seq_of(event);
-        if !etype.is_empty() && seq > positions.get(etype).copied().unwrap_or(0) {
-            positions.insert(etype.to_owned(), seq);
+        if !etype.is_empty() && seq > self.seqs.get(etype).copied().unwrap_or(0) {
+            self.seqs.insert(etype.to_owned(), seq);
         }
         if let Some(ts) = str_field(event, "ts")
-            && updated_at.is_none_or(|u| ts > u)
+            && self.updated_at.as_deref().is_none_or(|u| ts > u)
         {
-            updated_at = Some(ts);
+            self.updated_at = Some(ts.to_owned());
         }
     }
+}
+
+/// The event types [`snapshot`] reads beyond positions (starts, evidence, approvals,
+/// amendments, samples, checkpoints): all a [`Projector`] keeps.
+const SNAPSHOT_TYPES: [&str; 6] =
+    ["task_start", "gate_run", "approval", "amendment", "resource_sample", "intervention"];
+
+/// [`snapshot`] in one pass without holding the journal: feed archived then live events in
+/// journal order, then [`Projector::finish`]. Only events of the few types the snapshot reads
+/// beyond positions are kept; the result is identical to [`snapshot`] over all events.
+#[derive(Debug, Default)]
+pub struct Projector {
+    positions: Positions,
+    kept: Vec<Value>,
+}
+
+impl Projector {
+    /// An empty projection.
+    pub fn new() -> Projector {
+        Projector::default()
+    }
+
+    /// Adds the next event (journal order).
+    pub fn feed(&mut self, event: &Value) {
+        self.positions.feed(event);
+        if type_of(event).is_some_and(|t| SNAPSHOT_TYPES.contains(&t)) {
+            self.kept.push(event.clone());
+        }
+    }
+
+    /// The `state.json` document.
+    pub fn finish(self, contract: &Value, contract_id: &str, archives: &[Archive]) -> Value {
+        snapshot_with(contract, contract_id, &self.kept, archives, self.positions)
+    }
+}
+
+fn snapshot_with(
+    contract: &Value,
+    contract_id: &str,
+    events: &[Value],
+    archives: &[Archive],
+    positions: Positions,
+) -> Value {
+    let Positions { seqs: positions, updated_at } = positions;
+    let updated_at = updated_at.as_deref();
     let generation = contract_generation(contract).unwrap_or(Generation::V6);
     let invalid = invalidated_before(events);
     let mut tasks = Vec::new();

@@ -633,3 +633,70 @@ fn human_actors_need_a_marker_and_reuse_reports_misses() {
     expect(&s.ledger(&["append", "--type", "observation"]), 2, "append requires --type and --json");
     expect(&crate::dwp(&["ledger", "project"]), 2, "usage:");
 }
+
+/// A plain `append` loads only the tail, yet still repairs first (recorded) and continues the
+/// seq above the repair; a corrupt middle line is repaired the same way before it writes.
+#[test]
+fn a_tail_only_append_repairs_before_it_writes() {
+    let s = Scratch::new();
+    s.materialize();
+    let journal = s.plan().join("journal.ndjson");
+    let obs = ["append", "--type", "observation", "--trust", "asserted", "--json"];
+    let mut raw = std::fs::read(&journal).unwrap();
+    raw.extend_from_slice(b"{\"torn");
+    std::fs::write(&journal, &raw).unwrap();
+    let mut args = obs.to_vec();
+    args.push("{\"statement\":\"after a torn tail\"}");
+    expect(&s.ledger(&args), 0, "OK: appended observation seq 3");
+    raw = std::fs::read(&journal).unwrap();
+    raw.pop();
+    std::fs::write(&journal, &raw).unwrap();
+    expect(&s.ledger(&args), 0, "OK: appended observation seq 5");
+    assert_eq!(
+        s.types(),
+        ["approval", "journal_repair", "observation", "journal_repair", "observation"]
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    std::fs::write(&journal, format!("{}\n{{corrupt\n{}\n", lines[0], lines[2])).unwrap();
+    expect(&s.ledger(&args), 0, "OK: appended observation seq 3");
+    assert_eq!(s.types(), ["approval", "journal_repair", "observation"]);
+}
+
+/// `project` streams the journal; its bytes equal the pure projection over every event.
+#[test]
+fn the_streaming_projection_equals_the_full_one() {
+    let s = Scratch::new();
+    s.materialize();
+    expect(&s.ledger(&["start", "--task", "T-one"]), 0, "OK");
+    expect(
+        &s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]),
+        0,
+        "RAN",
+    );
+    for json in [
+        r#"{"source":"m","limit_id":"wall_h","value":0.5,"unit":"hours"}"#,
+        r#"{"source":"m","limit_id":"wall_h","value":0.75,"unit":"hours"}"#,
+    ] {
+        let args = ["append", "--type", "resource_sample", "--trust", "asserted", "--json", json];
+        expect(&s.ledger(&args), 0, "OK");
+    }
+    let q = r#"{"category":"new_authority","description":"d","question":"may we?"}"#;
+    expect(&s.ledger(&["append", "--type", "intervention", "--json", q]), 0, "OK");
+    expect(&s.ledger(&["roll"]), 0, "OK");
+    expect(&s.ledger(&["start", "--task", "T-two"]), 0, "OK");
+    expect(
+        &s.ledger(&["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "\"false\""]),
+        1,
+        "RAN",
+    );
+    expect(&s.ledger(&["project"]), 0, "OK: state.json projected (2 tasks, 5 types)");
+    let plan = dwp_ledger::Plan::load(&s.plan()).unwrap();
+    let mut events = plan.archived_events().unwrap();
+    events.extend(s.journal());
+    let full =
+        dwp::projection::snapshot(&plan.contract, &plan.contract_id, &events, &plan.archives());
+    let written = canonical_json::parse(&std::fs::read(s.plan().join("state.json")).unwrap());
+    assert_eq!(written.unwrap(), full);
+    assert!(full.get("archives").is_some() && full.get("checkpoint").is_some_and(|c| !c.is_null()));
+}

@@ -2,12 +2,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod amend;
+mod context;
 mod contract;
 mod crash;
+mod delegate;
+mod golden;
 mod hostile;
 mod interop;
 mod ledger;
+mod migrate;
+mod outcomes;
+mod resources;
+mod scheduler;
+mod status;
 mod support;
+mod views;
 
 use std::process::{Command, Output};
 

@@ -4,4 +4,5 @@
 
 mod identity;
 mod projection;
+mod records;
 mod validation;

@@ -1,0 +1,118 @@
+//! `dwp context` (per-task manifest, next-action ladder, dead ends, freshness) and
+//! `dwp resume` (fixed recovery order; stale fingerprints are evidence to run again).
+
+use canonical_json::Value;
+
+use crate::support::{Scratch, expect, text};
+
+fn ctx(s: &Scratch, args: &[&str]) -> std::process::Output {
+    let plan = s.plan();
+    let mut all = vec!["context", "--plan", plan.to_str().unwrap()];
+    all.extend_from_slice(args);
+    crate::dwp(&all)
+}
+
+fn manifest(s: &Scratch, task: &str) -> Value {
+    canonical_json::parse(&std::fs::read(s.plan().join(format!("context/{task}.json"))).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn the_context_manifest_follows_the_next_action_ladder() {
+    let s = Scratch::new();
+    s.materialize();
+    expect(&ctx(&s, &["--task", "T-two"]), 0, "(next: wait;");
+    expect(&ctx(&s, &["--task", "T-one"]), 0, "(next: start;");
+    s.ledger(&["start", "--task", "T-one"]);
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"false\""]);
+    expect(
+        &ctx(&s, &["--task", "T-one"]),
+        0,
+        "OK: context manifest context/T-one.json (next: gate AC-pass; 1 dead end(s); seq 3)",
+    );
+    let m = manifest(&s, "T-one");
+    for key in ["plan", "task", "freshness", "criteria", "invariants", "next_action", "dead_ends"] {
+        assert!(m.get(key).is_some(), "mandatory section {key}");
+    }
+    assert_eq!(m.pointer("/next_action/check").and_then(Value::as_str), Some("true"));
+    assert_eq!(
+        m.pointer("/dead_ends/0/summary").and_then(Value::as_str),
+        Some("false exited 1 on AC-pass")
+    );
+    assert_eq!(m.pointer("/task/status").and_then(Value::as_str), Some("in_progress"));
+    expect(&ctx(&s, &["--task", "T-one", "--check"]), 0, "OK: context/T-one.json is fresh (seq 3)");
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    expect(
+        &ctx(&s, &["--task", "T-one", "--check"]),
+        1,
+        "STALE: context/T-one.json was written at seq 3 - the journal is at seq 4",
+    );
+    expect(&ctx(&s, &["--task", "T-one"]), 0, "(next: gate AC-review;");
+    // The dead-end digest keeps at most 50 entries.
+    for _ in 0..55 {
+        s.ledger(&[
+            "gate",
+            "--task",
+            "T-one",
+            "--criterion",
+            "AC-pass",
+            "--json",
+            "\"false\"",
+            "--no-reuse",
+        ]);
+    }
+    expect(&ctx(&s, &["--task", "T-one"]), 0, "50 dead end(s)");
+    expect(&ctx(&s, &["--task", "T-nine"]), 1, "ERROR: task 'T-nine' is not in the contract");
+    expect(&ctx(&s, &["--task", "../x"]), 1, "ERROR: task '../x' is not in the contract");
+    expect(&crate::dwp(&["context"]), 2, "usage: dwp context");
+}
+
+#[test]
+fn resume_recovers_in_order_and_never_reuses_stale_evidence() {
+    let s = Scratch::new();
+    s.materialize();
+    s.ledger(&["start", "--task", "T-one"]);
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    let plan = s.plan();
+    let p = plan.to_str().unwrap();
+    let out = crate::dwp(&["resume", "--plan", p, "--authority", "lead"]);
+    expect(&out, 0, "OK: resumed PLAN_001_demo_plan (0 criterion(s) to run again)");
+    let body = text(&out.stdout);
+    let order: Vec<usize> = ["inspect:", "validate: OK", "project:", "render:"]
+        .iter()
+        .map(|k| body.find(k).unwrap())
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{body}");
+    assert!(plan.join("views/tasks.md").is_file());
+    // The touched surface changed: the recorded evidence is stale and must run again.
+    std::fs::write(s.root.join("src.txt"), "changed\n").unwrap();
+    expect(
+        &crate::dwp(&["resume", "--plan", p, "--authority", "lead"]),
+        0,
+        "RE-RUN: T-one AC-pass (evidence seq 3 was recorded under another fingerprint - invalidated, never reused)",
+    );
+    // A human-edited view is kept and the reconciliation recorded under the authority.
+    let tasks = plan.join("views/tasks.md");
+    let mut edited = std::fs::read_to_string(&tasks).unwrap();
+    edited.push_str("note\n");
+    std::fs::write(&tasks, &edited).unwrap();
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    expect(
+        &crate::dwp(&["resume", "--plan", p, "--authority", "lead"]),
+        0,
+        "tasks (reconciled: human-wins)",
+    );
+    assert_eq!(std::fs::read_to_string(&tasks).unwrap(), edited);
+    assert!(
+        s.journal().iter().any(|e| e.get("type").and_then(Value::as_str) == Some("reconciliation")
+            && e.get("authority").and_then(Value::as_str) == Some("lead"))
+    );
+    // Torn tail: repaired and recorded by the writer during inspect.
+    let journal = plan.join("journal.ndjson");
+    let mut raw = std::fs::read(&journal).unwrap();
+    raw.extend_from_slice(b"{\"type\":\"obs");
+    std::fs::write(&journal, raw).unwrap();
+    expect(&crate::dwp(&["resume", "--plan", p, "--authority", "lead"]), 0, "torn tail at byte ");
+    assert!(s.types().contains(&"journal_repair".to_owned()));
+    expect(&crate::dwp(&["resume", "--plan", p]), 2, "usage: dwp resume");
+}

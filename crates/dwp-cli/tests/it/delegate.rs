@@ -1,0 +1,226 @@
+//! v7 delegation: every launch refusal recorded with exit 5, addon-provided abilities, result
+//! digests, read-only delegates, and completion waiting for open delegations.
+
+use canonical_json::Value;
+
+use crate::support::{Scratch, expect};
+
+fn v7(grant: bool) -> Scratch {
+    let s = Scratch::new();
+    let mut c = std::fs::read_to_string(s.contract_file())
+        .unwrap()
+        .replace("plan-contract/v6.json", "plan-contract/v7.json");
+    if grant {
+        c = c.replace(
+            r#""granted":["gate_command_exec"]"#,
+            r#""granted":["gate_command_exec","agent_delegation"]"#,
+        );
+    }
+    std::fs::write(s.contract_file(), c).unwrap();
+    s.materialize();
+    s
+}
+
+fn launch(s: &Scratch, json: &str, caps: &str) -> std::process::Output {
+    s.ledger(&["delegate", "launch", "--task", "T-one", "--json", json, "--caps", caps])
+}
+
+const READ_ONLY: &str = r#"{"via":"kit","transport":"headless","worktree":null,"prompt":"summarise src.txt","delegation_id":"d1"}"#;
+
+fn install_addon(s: &Scratch) {
+    let dir = s.root.join(".dwp/addons/kit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("detect.sh"), "echo '{\"interface\": 1}'\n").unwrap();
+    std::fs::write(
+        dir.join("addon.json"),
+        r#"{"key":"kit","product":{"repo":"Example/kit","tag":"v1.0.0","interface":1},"detect":{"command":"sh .dwp/addons/kit/detect.sh","interface_from":"json:interface"},"provides_abilities":["subagents"],"requires_grants":["agent_delegation"],"transport":"headless"}"#,
+    )
+    .unwrap();
+    std::fs::write(s.root.join(".dwp/config.json"), r#"{"addons":{"kit":{"enabled":true}}}"#)
+        .unwrap();
+}
+
+fn refusals(s: &Scratch) -> usize {
+    s.journal().iter().filter(|e| e.get("type").and_then(Value::as_str) == Some("refusal")).count()
+}
+
+#[test]
+fn launch_refusals_are_recorded_and_exit_5() {
+    let v6 = Scratch::new();
+    v6.materialize();
+    expect(
+        &launch(&v6, READ_ONLY, "{}"),
+        5,
+        "REFUSED: delegation refused: this plan is v6 - only v7 plans record delegation",
+    );
+    assert_eq!(refusals(&v6), 1);
+    let last = v6.journal().last().cloned().unwrap();
+    assert_eq!(last.get("subject").and_then(Value::as_str), Some("delegate T-one"));
+    assert_eq!(last.get("stage").and_then(Value::as_str), Some("dispatch"));
+
+    expect(&launch(&v7(false), READ_ONLY, "{}"), 5, "the contract does not grant agent_delegation");
+
+    let s = v7(true);
+    expect(
+        &launch(&s, READ_ONLY, "{}"),
+        5,
+        "T-one has no task_start - a delegation runs inside a started attempt",
+    );
+    s.ledger(&["start", "--task", "T-one"]);
+    let writable = READ_ONLY.replace(r#""worktree":null"#, r#""worktree":"../wt""#);
+    expect(
+        &launch(&s, &writable, "{}"),
+        5,
+        "T-one is not parallel_safe - only a read-only delegate (worktree null) may run beside it",
+    );
+    expect(
+        &launch(&s, READ_ONLY, "{}"),
+        5,
+        "addon kit is not enabled and detected with a compatible interface (effective subagents sources: none)",
+    );
+    // A host claim never substitutes for the addon.
+    expect(
+        &launch(&s, READ_ONLY, r#"{"subagents":true}"#),
+        5,
+        "(effective subagents sources: host)",
+    );
+    install_addon(&s);
+    let interactive = READ_ONLY.replace("headless", "interactive");
+    expect(
+        &launch(&s, &interactive, "{}"),
+        5,
+        "addon kit carries transport 'headless', not 'interactive'",
+    );
+    assert_eq!(refusals(&s), 5);
+    expect(&s.ledger(&["delegate", "launch", "--task", "T-one"]), 2, "requires --json");
+}
+
+#[test]
+fn a_delegation_launches_collects_and_never_satisfies_a_criterion() {
+    let s = v7(true);
+    s.ledger(&["start", "--task", "T-one"]);
+    install_addon(&s);
+    expect(&launch(&s, READ_ONLY, "{}"), 0, "OK: delegation d1 launched at seq 3");
+    let ev = s.journal().last().cloned().unwrap();
+    assert_eq!(ev.get("type").and_then(Value::as_str), Some("delegation"));
+    assert!(ev.get("prompt_digest").and_then(Value::as_str).unwrap().starts_with("sha256:"));
+    assert!(ev.get("note").and_then(Value::as_str).unwrap().starts_with("read-only tree "));
+    assert_eq!(ev.get("worktree"), Some(&Value::Null));
+    expect(&launch(&s, READ_ONLY, "{}"), 5, "delegation id d1 is already used");
+    expect(
+        &s.ledger(&["delegate", "observe", "--task", "T-one"]),
+        0,
+        "d1 launched via kit (seq 3)",
+    );
+
+    // A read-only delegate that changed the tree fails.
+    let d2 = READ_ONLY.replace("\"d1\"", "\"d2\"");
+    expect(&launch(&s, &d2, "{}"), 0, "OK: delegation d2 launched");
+    std::fs::write(s.root.join("src.txt"), "touched\n").unwrap();
+    expect(
+        &s.ledger(&[
+            "delegate",
+            "cancel",
+            "--task",
+            "T-one",
+            "--json",
+            r#"{"delegation_id":"d2"}"#,
+        ]),
+        0,
+        "OK: delegation d2 failed",
+    );
+    std::fs::write(s.root.join("src.txt"), "hello\n").unwrap();
+
+    // Completion waits for open delegations; a delegation never satisfies a criterion.
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    std::fs::write(s.plan().join("NOTE.txt"), "read\n").unwrap();
+    s.ledger(&[
+        "signoff",
+        "--criterion",
+        "AC-review",
+        "--evidence-path",
+        "NOTE.txt",
+        "--authority",
+        "dev",
+    ]);
+    expect(&s.ledger(&["complete", "--task", "T-one"]), 4, "still open");
+
+    std::fs::write(s.plan().join("result.md"), "summary\n").unwrap();
+    let collect = r#"{"delegation_id":"d1","state":"completed","result_path":"result.md"}"#;
+    expect(
+        &s.ledger(&["delegate", "collect", "--task", "T-one", "--json", collect]),
+        0,
+        "OK: delegation d1 completed",
+    );
+    let ev = s.journal().last().cloned().unwrap();
+    assert_eq!(
+        ev.get("result_digest").and_then(Value::as_str).map(str::to_owned),
+        Some(canonical_json::digest::sha256_prefixed(b"summary\n"))
+    );
+    expect(
+        &s.ledger(&[
+            "delegate",
+            "cancel",
+            "--task",
+            "T-one",
+            "--json",
+            r#"{"delegation_id":"d1"}"#,
+        ]),
+        5,
+        "delegation d1 is already completed",
+    );
+    expect(
+        &s.ledger(&[
+            "delegate",
+            "cancel",
+            "--task",
+            "T-one",
+            "--json",
+            r#"{"delegation_id":"zz"}"#,
+        ]),
+        5,
+        "unknown delegation zz",
+    );
+    expect(&s.ledger(&["complete", "--task", "T-one"]), 0, "OK: T-one criteria satisfied");
+}
+
+#[test]
+fn addon_abilities_feed_the_routing_posture() {
+    let s = v7(true);
+    let plan = s.plan();
+    let p = plan.to_str().unwrap();
+    let routing = |extra: &[&str]| {
+        let mut args = vec!["resources", "--plan", p, "routing"];
+        args.extend_from_slice(extra);
+        let out = crate::dwp(&args);
+        assert_eq!(out.status.code(), Some(0));
+        canonical_json::parse(&out.stdout).unwrap()
+    };
+    assert_eq!(
+        routing(&[]).pointer("/parallel/posture").and_then(Value::as_str),
+        Some("sequential_only")
+    );
+    install_addon(&s);
+    let doc = routing(&[]);
+    assert_eq!(
+        doc.pointer("/parallel/posture").and_then(Value::as_str),
+        Some("parallel_authorized")
+    );
+    assert_eq!(
+        doc.pointer("/ability_sources/subagents/0").and_then(Value::as_str),
+        Some("addon:kit")
+    );
+    assert_eq!(
+        routing(&["--host-only"]).pointer("/parallel/posture").and_then(Value::as_str),
+        Some("sequential_only")
+    );
+    // A pinned interface the product does not report contributes nothing (one warning).
+    std::fs::write(s.root.join(".dwp/addons/kit/detect.sh"), "echo '{\"interface\": 2}'\n")
+        .unwrap();
+    let out = crate::dwp(&["resources", "--plan", p, "abilities"]);
+    expect(
+        &out,
+        0,
+        "WARNING: addon kit: enabled but contributes nothing — unknown interface major 2 (pinned 1)",
+    );
+}

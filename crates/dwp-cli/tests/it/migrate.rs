@@ -1,0 +1,272 @@
+//! `dwp migrate`: a v5 plan previewed, migrated and continued under v6; a second plan rolled
+//! back byte for byte; stale previews and lossy inputs refused.
+
+use std::path::{Path, PathBuf};
+
+use canonical_json::Value;
+
+use crate::support::{expect, text, tree};
+
+const MANIFEST: &str = r#"{"schema":"https://deepworkplan.com/schema/plan-manifest/v5.json","spec_version":"5.0.0","name":"NAME","archetype":"feature","rigor":"standard","created_at":"2026-01-02T03:04:05Z","task_count":3}
+"#;
+
+const STATE: &str = r##"{"schema":"https://deepworkplan.com/schema/plan-state/v5.json","plan":"NAME","updated_at":"2026-01-03T00:00:00Z","status":"in_progress","completed_count":2,"task_count":3,"format":"lite","materialization":"ready","tasks":[
+{"id":1,"locator":{"kind":"inline","value":"#task-1"},"title":"Parse the input","status":"completed","gates":[{"command":"cargo test","passes":true,"last_run":"2026-01-02T10:00:00Z","exit_code":0,"evidence":"evidence/t1.log"}]},
+{"id":2,"locator":{"kind":"inline","value":"#task-2"},"title":"Write the report!","status":"completed","gates":[{"command":"make report","passes":true,"last_run":"2026-01-02T11:00:00Z","exit_code":0,"evidence":"tests passed"}]},
+{"id":3,"locator":{"kind":"inline","value":"#task-3"},"title":"Ship it","status":"pending","gates":[]}]}
+"##;
+
+struct V5 {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl V5 {
+    fn new(names: &[&str]) -> V5 {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        for name in names {
+            let dir = root.join(".dwp/plans").join(name);
+            std::fs::create_dir_all(dir.join("evidence")).unwrap();
+            std::fs::write(dir.join("manifest.json"), MANIFEST.replace("NAME", name)).unwrap();
+            std::fs::write(dir.join("state.json"), STATE.replace("NAME", name)).unwrap();
+            std::fs::write(dir.join("evidence/t1.log"), "42 passed\n").unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), ".dwp/\n").unwrap();
+        let ok = std::process::Command::new("git")
+            .args(["init", "-q", "."])
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert!(ok.status.success());
+        V5 { _tmp: tmp, root }
+    }
+
+    fn plan(&self, name: &str) -> PathBuf {
+        self.root.join(".dwp/plans").join(name)
+    }
+}
+
+fn migrate(plan: &Path, args: &[&str]) -> std::process::Output {
+    let p = plan.to_str().unwrap();
+    let mut all = vec!["migrate", "--plan", p];
+    all.extend_from_slice(args);
+    crate::dwp(&all)
+}
+
+fn ledger(plan: &Path, args: &[&str]) -> std::process::Output {
+    let p = plan.to_str().unwrap();
+    let mut all = vec!["ledger", "--plan", p];
+    all.extend_from_slice(args);
+    crate::dwp(&all)
+}
+
+fn journal(plan: &Path) -> Vec<Value> {
+    std::fs::read_to_string(plan.join("journal.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| canonical_json::parse(l.as_bytes()).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_v5_plan_migrates_and_continues_under_v6() {
+    let v5 = V5::new(&["PLAN_old_work"]);
+    let plan = v5.plan("PLAN_old_work");
+    expect(
+        &migrate(&plan, &["migrate", "--authority", "lead"]),
+        1,
+        "REFUSED: no migration_v5/PREVIEW.json",
+    );
+    let before = tree(&plan);
+    expect(
+        &migrate(&plan, &["preview"]),
+        0,
+        "(3 task(s): 1 imported, 1 re_evidence, 1 pending; anchor contract ",
+    );
+    // The preview changes no v5 bytes.
+    let after: Vec<_> = tree(&plan)
+        .into_iter()
+        .filter(|(p, _)| !p.to_string_lossy().contains("migration_v5"))
+        .collect();
+    assert_eq!(after, before);
+    let preview =
+        canonical_json::parse(&std::fs::read(plan.join("migration_v5/PREVIEW.json")).unwrap())
+            .unwrap();
+    assert_eq!(preview.get("type").and_then(Value::as_str), Some("dwp-migration-preview"));
+    let row = |i: usize, k: &str| {
+        preview
+            .pointer(&format!("/task_mapping/{i}/{k}"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    assert_eq!(row(0, "v6_id").as_deref(), Some("T-01-parse-the-input"));
+    assert_eq!(row(0, "criterion").as_deref(), Some("AC-t01-parse-the-input"));
+    assert_eq!(row(0, "class").as_deref(), Some("imported"));
+    assert_eq!(row(1, "v6_id").as_deref(), Some("T-02-write-the-report"));
+    assert_eq!(row(1, "class").as_deref(), Some("re_evidence"));
+    assert_eq!(row(2, "class").as_deref(), Some("pending"));
+    assert_eq!(
+        preview.pointer("/task_mapping/1/gates/0/import_as").and_then(Value::as_str),
+        Some("asserted")
+    );
+
+    expect(&migrate(&plan, &["migrate"]), 2, "migrate requires --authority");
+    expect(
+        &migrate(&plan, &["migrate", "--authority", "lead"]),
+        0,
+        "OK: migrated PLAN_old_work to v6 contract ",
+    );
+    expect(
+        &migrate(&plan, &["migrate", "--authority", "lead"]),
+        0,
+        "is already migrated to v6 contract",
+    );
+    expect(&migrate(&plan, &["preview"]), 1, "REFUSED: already a v6 plan");
+    let events = journal(&plan);
+    let types: Vec<&str> =
+        events.iter().map(|e| e.get("type").and_then(Value::as_str).unwrap()).collect();
+    assert_eq!(
+        types,
+        ["approval", "task_start", "gate_run", "task_start", "gate_run", "observation"]
+    );
+    assert_eq!(events[0].get("mechanism").and_then(Value::as_str), Some("pre_authorization"));
+    assert_eq!(events[2].get("trust").and_then(Value::as_str), Some("imported"));
+    assert_eq!(events[4].get("trust").and_then(Value::as_str), Some("asserted"));
+    assert!(
+        events[2]
+            .get("note")
+            .and_then(Value::as_str)
+            .unwrap()
+            .starts_with("migrated: v5 PLAN_old_work task 1 gate 0 (source digest ")
+    );
+    assert_eq!(
+        events[5].get("evidence_path").and_then(Value::as_str),
+        Some("migration_v5/PREVIEW.json")
+    );
+    let manifest =
+        canonical_json::parse(&std::fs::read(plan.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest.get("schema").and_then(Value::as_str),
+        Some("https://deepworkplan.com/schema/plan-manifest/v6.json")
+    );
+    expect(&crate::dwp(&["verify", plan.to_str().unwrap()]), 0, "Verdict: CONFORMANT");
+    let state = canonical_json::parse(&std::fs::read(plan.join("state.json")).unwrap()).unwrap();
+    let status = |i: usize| {
+        state.pointer(&format!("/tasks/{i}/status")).and_then(Value::as_str).map(str::to_owned)
+    };
+    assert_eq!(
+        (status(0).as_deref(), status(1).as_deref(), status(2).as_deref()),
+        (Some("completed"), Some("in_progress"), Some("pending"))
+    );
+
+    // Continue under v6: re-evidence task 2 with an observed gate, then complete it.
+    expect(
+        &ledger(
+            &plan,
+            &[
+                "gate",
+                "--task",
+                "T-02-write-the-report",
+                "--criterion",
+                "AC-t02-write-the-report",
+                "--json",
+                "\"true\"",
+            ],
+        ),
+        0,
+        "RAN: exit 0, seq 7",
+    );
+    expect(
+        &ledger(&plan, &["complete", "--task", "T-02-write-the-report"]),
+        0,
+        "OK: T-02-write-the-report criteria satisfied",
+    );
+    expect(&ledger(&plan, &["start", "--task", "T-03-ship-it"]), 0, "OK: task_start T-03-ship-it");
+    // Post-migration work is never silently discarded.
+    expect(
+        &migrate(&plan, &["rollback"]),
+        1,
+        "post-migration v6 work is real history and is not silently deleted; pass --force to discard it deliberately",
+    );
+}
+
+#[test]
+fn a_second_plan_rolls_back_byte_identically() {
+    let v5 = V5::new(&["PLAN_first_work", "PLAN_second_work"]);
+    let plan = v5.plan("PLAN_second_work");
+    let original = tree(&plan);
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview written");
+    expect(
+        &migrate(&plan, &["migrate", "--authority", "lead"]),
+        0,
+        "OK: migrated PLAN_second_work",
+    );
+    assert!(plan.join("contract.json").is_file());
+    expect(
+        &migrate(&plan, &["rollback"]),
+        0,
+        "OK: rolled back to v5 (restored manifest.json, state.json byte for byte)",
+    );
+    let restored: Vec<_> = tree(&plan)
+        .into_iter()
+        .filter(|(p, _)| !p.to_string_lossy().contains("migration_v5"))
+        .collect();
+    assert_eq!(restored, original);
+    assert!(plan.join("migration_v5/ROLLED_BACK.json").is_file());
+    // The other plan was never touched.
+    assert!(!v5.plan("PLAN_first_work").join("migration_v5").exists());
+}
+
+#[test]
+fn stale_previews_lossy_inputs_and_v6_plans_are_refused() {
+    let v5 = V5::new(&["PLAN_stale_work", "PLAN_gone_work", "PLAN_lossy_work"]);
+    let stale = v5.plan("PLAN_stale_work");
+    expect(&migrate(&stale, &["preview"]), 0, "OK");
+    let state = std::fs::read_to_string(stale.join("state.json")).unwrap();
+    std::fs::write(stale.join("state.json"), state.replace("Ship it", "Ship it now")).unwrap();
+    expect(
+        &migrate(&stale, &["migrate", "--authority", "lead"]),
+        1,
+        "REFUSED: records changed since the preview",
+    );
+
+    let gone = v5.plan("PLAN_gone_work");
+    expect(&migrate(&gone, &["preview"]), 0, "OK");
+    std::fs::remove_file(gone.join("evidence/t1.log")).unwrap();
+    expect(
+        &migrate(&gone, &["migrate", "--authority", "lead"]),
+        1,
+        "REFUSED: the v5 world changed since the preview",
+    );
+    assert!(!gone.join("contract.json").exists());
+
+    let lossy = v5.plan("PLAN_lossy_work");
+    let good = std::fs::read_to_string(lossy.join("state.json")).unwrap();
+    for (from, to, needle) in [
+        (r#""status":"pending""#, r#""status":"parked""#, "task 3 status 'parked' is outside"),
+        (r#""id":2,"#, r#""id":"two","#, "tasks[1].id 'two' is not an integer"),
+        (
+            r#""passes":true,"last_run":"2026-01-02T10"#,
+            r#""passes":"yes","last_run":"2026-01-02T10"#,
+            "task 1 gate 0: passes 'yes' is not a boolean",
+        ),
+        (
+            r#""task_count":3"#,
+            r#""task_count":4"#,
+            "state.task_count 4 does not match the 3 task(s) listed",
+        ),
+        (
+            r#""updated_at":"2026-01-03T00:00:00Z""#,
+            r#""updated_at":"yesterday""#,
+            "state.updated_at 'yesterday' is not an RFC 3339 timestamp",
+        ),
+    ] {
+        std::fs::write(lossy.join("state.json"), good.replacen(from, to, 1)).unwrap();
+        let out = migrate(&lossy, &["preview"]);
+        expect(&out, 1, needle);
+        assert!(text(&out.stderr).starts_with("REFUSED: "));
+    }
+    std::fs::write(lossy.join("state.json"), &good).unwrap();
+    expect(&migrate(&stale, &["rollback"]), 1, "REFUSED: no migration to roll back");
+}

@@ -1,0 +1,362 @@
+//! Observable outcomes (upstream `outcomes.py`): per-criterion closure with its mechanism,
+//! review states, control-pair verdicts and the verification receipt document.
+//!
+//! Pure over (contract, events): the receipt's digests of files on disk are passed in.
+
+use std::fmt;
+
+use canonical_json::{Map, Value};
+
+use crate::projection::{self, criterion_states, seq_of};
+
+/// The closed review-state set (`REVIEW: <state>[: finding]`).
+pub const REVIEW_STATES: [&str; 5] = ["clean", "critical", "missing", "error", "incomplete"];
+/// Control kinds that close only on a discriminating pair.
+pub const CONTROL_KINDS: [&str; 2] = ["regression", "discrimination"];
+/// The actor identity of review observations.
+pub const OUTCOMES_IDENTITY: &str = "dwp outcomes.py";
+/// The receipt schema URL (not published upstream).
+pub const RECEIPT_URL: &str = "https://deepworkplan.com/schema/verification-receipt/v6.json";
+/// Recorded with every receipt: what a fresh evaluator context is and is not.
+pub const FRESH_CAVEAT: &str = "a fresh evaluator context reduces shared conversational \
+    assumptions; it does not guarantee statistically independent errors - recorded as such, \
+    never as independence evidence";
+/// The fallback note when `--evaluator fresh` is requested without host support.
+pub const FRESH_FALLBACK: &str = "host does not report fresh-context support \
+    (DWP_FRESH_EVALUATOR unset) - recorded as the local context, never claimed as fresh";
+
+/// An operator-visible outcomes failure (exit 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OutcomesError {
+    /// A review state outside [`REVIEW_STATES`].
+    ReviewState(String),
+    /// The receipt document could not be serialized.
+    Write(String),
+}
+
+impl fmt::Display for OutcomesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutcomesError::ReviewState(s) => write!(
+                f,
+                "review state {} outside the closed set {}",
+                crate::py::repr_str(s),
+                REVIEW_STATES.join("/")
+            ),
+            OutcomesError::Write(e) => write!(f, "receipt: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OutcomesError {}
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn type_is(event: &Value, etype: &str) -> bool {
+    str_field(event, "type") == Some(etype)
+}
+
+/// The statement of a review observation, or the closed-set refusal.
+///
+/// # Errors
+/// A state outside [`REVIEW_STATES`].
+pub fn review_statement(state: &str, finding: Option<&str>) -> Result<String, OutcomesError> {
+    if !REVIEW_STATES.contains(&state) {
+        return Err(OutcomesError::ReviewState(state.to_owned()));
+    }
+    Ok(match finding.filter(|f| !f.is_empty()) {
+        Some(f) => format!("REVIEW: {state}: {f}"),
+        None => format!("REVIEW: {state}"),
+    })
+}
+
+/// The latest review observation as `{state, finding, seq}`, or `None`.
+pub fn review_state(events: &[Value]) -> Option<Value> {
+    let mut latest = None;
+    for event in events.iter().filter(|e| type_is(e, "observation")) {
+        let Some(rest) = str_field(event, "statement").and_then(|s| s.strip_prefix("REVIEW: "))
+        else {
+            continue;
+        };
+        let (state, finding) = match rest.split_once(':') {
+            Some((st, f)) => (st, f.trim()),
+            None => (rest, ""),
+        };
+        if REVIEW_STATES.contains(&state) {
+            latest = Some(Value::Object(Map::from([
+                ("state".to_owned(), state.into()),
+                ("finding".to_owned(), finding.into()),
+                ("seq".to_owned(), event.get("seq").cloned().unwrap_or(Value::Null)),
+            ])));
+        }
+    }
+    latest
+}
+
+/// The verdict of a pair: `discriminating` only for (old FAIL, new PASS) with an available,
+/// clean old leg; `non_discriminating` for any other available pair; else
+/// `control_unavailable`.
+pub fn verdict(old: Option<bool>, new_pass: bool) -> &'static str {
+    match old {
+        Some(false) if new_pass => "discriminating",
+        Some(_) => "non_discriminating",
+        None => "control_unavailable",
+    }
+}
+
+/// The task whose `gate_intent` declares the criterion (first wins).
+pub fn owner_of<'a>(contract: &'a Value, criterion: &str) -> Option<&'a str> {
+    contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]).iter().find_map(|t| {
+        projection::intent_criteria(t)
+            .iter()
+            .any(|c| c.as_str() == Some(criterion))
+            .then(|| str_field(t, "id"))
+            .flatten()
+    })
+}
+
+/// The declared control kind of a criterion (`None` when undeclared).
+pub fn control_kind<'a>(contract: &'a Value, criterion: &str) -> Option<&'a str> {
+    criteria(contract)
+        .iter()
+        .find(|c| str_field(c, "id") == Some(criterion))
+        .and_then(|c| c.get("control"))
+        .and_then(|c| c.get("kind"))
+        .and_then(Value::as_str)
+}
+
+fn criteria(contract: &Value) -> &[Value] {
+    contract
+        .get("acceptance")
+        .and_then(|a| a.get("criteria"))
+        .and_then(Value::as_array)
+        .unwrap_or(&[])
+}
+
+fn text_of(event: &Value, keys: [&str; 2]) -> String {
+    keys.iter()
+        .map(|k| event.get(k).map(crate::py::str_of).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Per-criterion closure decisions and the plan-level review state (upstream `closure`).
+pub fn closure(contract: &Value, events: &[Value]) -> Value {
+    let invalid = projection::invalidated_before(events);
+    let review = review_state(events);
+    let mut decisions = Vec::new();
+    let mut state_cache: std::collections::HashMap<&str, Vec<Value>> =
+        std::collections::HashMap::new();
+    let mut no_states: Vec<Value> = Vec::new();
+    for crit in criteria(contract) {
+        let Some(cid) = str_field(crit, "id") else { continue };
+        let owner = owner_of(contract, cid);
+        let kind = crit.get("control").and_then(|c| c.get("kind")).and_then(Value::as_str);
+        let mut entry = Map::from([
+            ("criterion".to_owned(), cid.into()),
+            ("task".to_owned(), owner.map_or(Value::Null, Value::from)),
+            ("control_kind".to_owned(), kind.unwrap_or("none").into()),
+            ("satisfied".to_owned(), false.into()),
+            ("mechanism".to_owned(), "open".into()),
+        ]);
+        let mut done = false;
+        let mut mechanism: String;
+        if kind.is_some_and(|k| CONTROL_KINDS.contains(&k)) {
+            let floor = owner
+                .and_then(|o| projection::task_start_seq_of(events, o))
+                .unwrap_or(0)
+                .max(invalid.get(cid).copied().unwrap_or(0));
+            let pairs: Vec<&Value> = events
+                .iter()
+                .filter(|e| {
+                    type_is(e, "control_pair")
+                        && str_field(e, "criterion") == Some(cid)
+                        && seq_of(e) >= floor
+                })
+                .collect();
+            let observed = |p: &&&Value| str_field(p, "trust") == Some("observed");
+            if let Some(best) = pairs
+                .iter()
+                .filter(observed)
+                .rfind(|p| str_field(p, "verdict") == Some("discriminating"))
+            {
+                done = true;
+                mechanism = "control_pair".to_owned();
+                entry.insert("via_seq".to_owned(), best.get("seq").cloned().unwrap_or(Value::Null));
+                entry.insert("verdict".to_owned(), "discriminating".into());
+                entry.insert(
+                    "evidence_path".to_owned(),
+                    best.get("evidence_path").cloned().unwrap_or(Value::Null),
+                );
+            } else if pairs.is_empty() {
+                mechanism = "open (no in-window control pair)".to_owned();
+            } else if !pairs.iter().any(|p| observed(&p)) {
+                mechanism =
+                    "open (pair is asserted, not executed - a claim is not behavior)".to_owned();
+            } else if pairs.iter().any(|p| str_field(p, "verdict") == Some("control_unavailable")) {
+                mechanism = "blocked (control unavailable: the pair proves nothing and never \
+                             rounds up)"
+                    .to_owned();
+            } else {
+                mechanism = format!(
+                    "open (control did not discriminate: {})",
+                    pairs.last().map(|p| crate::py::str_opt(p.get("verdict"))).unwrap_or_default()
+                );
+            }
+        } else {
+            let states = match owner {
+                Some(o) => state_cache
+                    .entry(o)
+                    .or_insert_with(|| criterion_states(contract, events, o).unwrap_or_default()),
+                None => &mut no_states,
+            };
+            let state = states.iter().find(|s| str_field(s, "criterion") == Some(cid));
+            match state {
+                Some(st) if st.get("satisfied").and_then(Value::as_bool) == Some(true) => {
+                    done = true;
+                    let via = st.get("via_seq").cloned().unwrap_or(Value::Null);
+                    let signoff = events.iter().any(|e| {
+                        e.get("seq") == Some(&via)
+                            && type_is(e, "gate_run")
+                            && str_field(e, "command") == Some("signoff (asserted, not executed)")
+                    });
+                    mechanism = if signoff { "signoff" } else { "evidence" }.to_owned();
+                    entry.insert("via_seq".to_owned(), via);
+                    for key in ["trust", "evidence_path"] {
+                        entry.insert(key.to_owned(), st.get(key).cloned().unwrap_or(Value::Null));
+                    }
+                }
+                Some(st)
+                    if st
+                        .get("stale_seqs")
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| !a.is_empty()) =>
+                {
+                    let seqs: Vec<String> = st
+                        .get("stale_seqs")
+                        .and_then(Value::as_array)
+                        .unwrap_or(&[])
+                        .iter()
+                        .map(crate::py::str_of)
+                        .collect();
+                    mechanism = format!("open (evidence stale: {})", seqs.join(","));
+                }
+                _ => mechanism = "open (no in-window accepted evidence)".to_owned(),
+            }
+        }
+        let recon = events.iter().rfind(|e| {
+            type_is(e, "reconciliation") && text_of(e, ["trigger", "editor"]).contains(cid)
+        });
+        if let Some(recon) = recon
+            && !done
+        {
+            let authority = recon.get("authority");
+            let amended = events.iter().any(|e| {
+                type_is(e, "amendment")
+                    && text_of(e, ["original_criterion", "revised_criterion"]).contains(cid)
+                    && e.get("authority") == authority
+            });
+            if amended {
+                done = true;
+                mechanism = "reconciled".to_owned();
+                entry.insert("authority".to_owned(), authority.cloned().unwrap_or(Value::Null));
+            } else {
+                mechanism = "blocked (reconciliation without amendment authority never closes \
+                             evidence)"
+                    .to_owned();
+            }
+        }
+        entry.insert("satisfied".to_owned(), done.into());
+        entry.insert("mechanism".to_owned(), mechanism.into());
+        decisions.push(Value::Object(entry));
+    }
+    let blocked = decisions
+        .iter()
+        .any(|d| str_field(d, "mechanism").is_some_and(|m| m.starts_with("blocked")));
+    let critical = review.as_ref().is_some_and(|r| str_field(r, "state") == Some("critical"));
+    Value::Object(Map::from([
+        ("criteria".to_owned(), Value::Array(decisions)),
+        ("review".to_owned(), review.unwrap_or(Value::Null)),
+        ("review_blocks".to_owned(), critical.into()),
+        ("plan_blocked".to_owned(), (blocked || critical).into()),
+    ]))
+}
+
+/// Inputs of a receipt that live on disk (digests) or in the environment.
+#[derive(Clone, Debug, Default)]
+pub struct ReceiptSources {
+    /// sha256 of the live journal bytes.
+    pub journal_sha256: Option<String>,
+    /// sha256 of `state.json`.
+    pub snapshot_sha256: Option<String>,
+    /// `fresh` or `local`.
+    pub evaluator: String,
+    /// The host reports fresh-context support (`DWP_FRESH_EVALUATOR`).
+    pub fresh_supported: bool,
+}
+
+/// The verification receipt, recomputed from the records, with its `receipt_sha256`.
+///
+/// # Errors
+/// A document nested beyond the writer's depth limit.
+pub fn receipt(
+    contract: &Value,
+    contract_id: &str,
+    events: &[Value],
+    src: &ReceiptSources,
+) -> Result<Value, OutcomesError> {
+    let result = closure(contract, events);
+    let (used, fallback) = if src.evaluator == "fresh" && !src.fresh_supported {
+        ("local", Value::from(FRESH_FALLBACK))
+    } else {
+        (src.evaluator.as_str(), Value::Null)
+    };
+    let crits = result.get("criteria").and_then(Value::as_array).unwrap_or(&[]);
+    let sat =
+        crits.iter().filter(|c| c.get("satisfied").and_then(Value::as_bool) == Some(true)).count();
+    let blocked = crits
+        .iter()
+        .filter(|c| str_field(c, "mechanism").is_some_and(|m| m.starts_with("blocked")))
+        .count();
+    let opt = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::from);
+    let mut doc = Map::from([
+        ("schema".to_owned(), RECEIPT_URL.into()),
+        ("plan".to_owned(), contract.get("plan").cloned().unwrap_or(Value::Null)),
+        ("contract_id".to_owned(), contract_id.into()),
+        (
+            "rendered_from".to_owned(),
+            Value::Object(Map::from([
+                ("journal_sha256".to_owned(), opt(&src.journal_sha256)),
+                ("snapshot".to_owned(), opt(&src.snapshot_sha256)),
+                ("last_seq".to_owned(), events.iter().map(seq_of).max().unwrap_or(0).into()),
+            ])),
+        ),
+        (
+            "evaluator".to_owned(),
+            Value::Object(Map::from([
+                ("requested".to_owned(), src.evaluator.as_str().into()),
+                ("used".to_owned(), used.into()),
+                ("fallback".to_owned(), fallback),
+                ("caveat".to_owned(), FRESH_CAVEAT.into()),
+            ])),
+        ),
+        (
+            "totals".to_owned(),
+            Value::Object(Map::from([
+                ("criteria".to_owned(), crits.len().into()),
+                ("satisfied".to_owned(), sat.into()),
+                ("open".to_owned(), crits.len().saturating_sub(sat + blocked).into()),
+                ("blocked".to_owned(), blocked.into()),
+            ])),
+        ),
+        ("closure".to_owned(), result),
+    ]);
+    let body =
+        canonical_json::to_python(&Value::Object(doc.clone()), canonical_json::PyFormat::PRETTY)
+            .map_err(|e| OutcomesError::Write(e.to_string()))?;
+    doc.insert("receipt_sha256".to_owned(), canonical_json::digest::sha256_hex(&body).into());
+    Ok(Value::Object(doc))
+}

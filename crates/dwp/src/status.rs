@@ -1,0 +1,203 @@
+//! A plan summary for people (`dwp status`): tasks, criteria, what is next, what is blocked
+//! and why. Pure over (contract, contract id, events); the text form is a pure function of
+//! the JSON form.
+
+use canonical_json::{Map, Value};
+
+use crate::outcomes::closure;
+use crate::projection::{self, seq_of};
+use crate::scheduler;
+
+fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+/// The summary document (`dwp status --json`).
+pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
+    let closed = closure(contract, events);
+    let crit_rows = closed.get("criteria").and_then(Value::as_array).unwrap_or(&[]);
+    let ready = scheduler::ready(contract, events);
+    let approved = events.iter().any(|e| {
+        str_field(e, "type") == Some("approval") && str_field(e, "contract_id") == Some(contract_id)
+    });
+    let mut blocked: Vec<Value> = Vec::new();
+    if !approved {
+        blocked.push(obj([
+            ("subject", "plan".into()),
+            ("reason", "no approval cites the live contract".into()),
+        ]));
+    }
+    let mut tasks = Vec::new();
+    for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
+        let Some(id) = str_field(task, "id") else { continue };
+        let status = projection::task_status(contract, events, id);
+        let criteria: Vec<Value> = projection::intent_criteria(task)
+            .iter()
+            .filter_map(|c| c.as_str())
+            .map(|cid| {
+                let row = crit_rows.iter().find(|r| str_field(r, "criterion") == Some(cid));
+                let mechanism = row.and_then(|r| str_field(r, "mechanism")).unwrap_or("open");
+                let done =
+                    row.and_then(|r| r.get("satisfied")).and_then(Value::as_bool) == Some(true);
+                if mechanism.starts_with("blocked") {
+                    blocked.push(obj([("subject", cid.into()), ("reason", mechanism.into())]));
+                }
+                obj([
+                    ("criterion", cid.into()),
+                    ("satisfied", done.into()),
+                    ("mechanism", mechanism.into()),
+                ])
+            })
+            .collect();
+        if status != "completed" {
+            for pre in task.get("prerequisites").and_then(Value::as_array).unwrap_or(&[]) {
+                let Some(pre) = pre.as_str() else { continue };
+                if !projection::task_complete(contract, events, pre) {
+                    blocked.push(obj([
+                        ("subject", id.into()),
+                        ("reason", format!("waits for prerequisite {pre}").into()),
+                    ]));
+                }
+            }
+        }
+        let open_delegations = projection::delegations(events, Some(id))
+            .values()
+            .filter(|e| str_field(e, "state") == Some("launched"))
+            .count();
+        if open_delegations > 0 {
+            blocked.push(obj([
+                ("subject", id.into()),
+                (
+                    "reason",
+                    format!("{open_delegations} open delegation(s) - completion waits for them")
+                        .into(),
+                ),
+            ]));
+        }
+        tasks.push(obj([
+            ("id", id.into()),
+            ("title", task.get("title").cloned().unwrap_or(Value::Null)),
+            ("status", status.into()),
+            (
+                "started_seq",
+                projection::task_start_seq_of(events, id).map_or(Value::Null, Value::from),
+            ),
+            ("criteria", Value::Array(criteria)),
+        ]));
+    }
+    let reference =
+        events.iter().filter(|e| str_field(e, "type") == Some("task_start")).map(seq_of).max();
+    for finding in projection::invariant_findings(contract, events, reference) {
+        blocked.push(obj([("subject", "invariant".into()), ("reason", finding.into())]));
+    }
+    if closed.get("review_blocks").and_then(Value::as_bool) == Some(true) {
+        blocked.push(obj([
+            ("subject", "review".into()),
+            ("reason", "a critical review blocks plan completion".into()),
+        ]));
+    }
+    let satisfied = crit_rows
+        .iter()
+        .filter(|r| r.get("satisfied").and_then(Value::as_bool) == Some(true))
+        .count();
+    let done_tasks = tasks.iter().filter(|t| str_field(t, "status") == Some("completed")).count();
+    let next: Vec<Value> = ready.iter().filter_map(|r| r.get("task").cloned()).collect();
+    let mut doc = Map::from([
+        ("plan".to_owned(), contract.get("plan").cloned().unwrap_or(Value::Null)),
+        ("contract_id".to_owned(), contract_id.into()),
+        ("revision".to_owned(), contract.get("revision").cloned().unwrap_or_else(|| 1i64.into())),
+        ("last_seq".to_owned(), events.iter().map(seq_of).max().unwrap_or(0).into()),
+        ("approved".to_owned(), approved.into()),
+        (
+            "totals".to_owned(),
+            obj([
+                ("tasks", tasks.len().into()),
+                ("tasks_completed", done_tasks.into()),
+                ("criteria", crit_rows.len().into()),
+                ("criteria_satisfied", satisfied.into()),
+            ]),
+        ),
+        ("tasks".to_owned(), Value::Array(tasks)),
+        ("next".to_owned(), Value::Array(next)),
+        ("blocked".to_owned(), Value::Array(blocked)),
+    ]);
+    doc.insert("review".to_owned(), closed.get("review").cloned().unwrap_or(Value::Null));
+    Value::Object(doc)
+}
+
+fn paint(on: bool, code: &str, text: &str) -> String {
+    if on { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_owned() }
+}
+
+/// The human form of a [`summary`]; `colour` adds ANSI colours.
+pub fn render_text(doc: &Value, colour: bool) -> String {
+    let mut out = String::new();
+    let n = |p: &str| doc.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let cid = str_field(doc, "contract_id").unwrap_or("");
+    out.push_str(&format!(
+        "{} — revision {} contract {} ({} events)\n",
+        paint(colour, "1", str_field(doc, "plan").unwrap_or("?")),
+        n("/revision"),
+        &cid[..cid.len().min(12)],
+        n("/last_seq")
+    ));
+    out.push_str(&format!(
+        "tasks {}/{} completed, criteria {}/{} satisfied\n\n",
+        n("/totals/tasks_completed"),
+        n("/totals/tasks"),
+        n("/totals/criteria_satisfied"),
+        n("/totals/criteria")
+    ));
+    for task in doc.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
+        let status = str_field(task, "status").unwrap_or("");
+        let code = match status {
+            "completed" => "32",
+            "in_progress" => "33",
+            _ => "2",
+        };
+        out.push_str(&format!(
+            "  {} {} {}\n",
+            paint(colour, code, &format!("{status:<11}")),
+            str_field(task, "id").unwrap_or(""),
+            str_field(task, "title").unwrap_or("")
+        ));
+        for c in task.get("criteria").and_then(Value::as_array).unwrap_or(&[]) {
+            let done = c.get("satisfied").and_then(Value::as_bool) == Some(true);
+            let mark = if done { paint(colour, "32", "✓") } else { paint(colour, "31", "✗") };
+            out.push_str(&format!(
+                "      {mark} {} — {}\n",
+                str_field(c, "criterion").unwrap_or(""),
+                str_field(c, "mechanism").unwrap_or("")
+            ));
+        }
+    }
+    let next: Vec<&str> = doc
+        .get("next")
+        .and_then(Value::as_array)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    out.push_str(&format!(
+        "\nnext: {}\n",
+        if next.is_empty() { "nothing is ready".to_owned() } else { next.join(", ") }
+    ));
+    let blocked = doc.get("blocked").and_then(Value::as_array).unwrap_or(&[]);
+    if blocked.is_empty() {
+        out.push_str("blocked: nothing\n");
+    } else {
+        out.push_str(&format!("{}\n", paint(colour, "31", "blocked:")));
+        for b in blocked {
+            out.push_str(&format!(
+                "  - {}: {}\n",
+                str_field(b, "subject").unwrap_or(""),
+                str_field(b, "reason").unwrap_or("")
+            ));
+        }
+    }
+    out
+}
