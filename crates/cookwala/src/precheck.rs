@@ -13,10 +13,13 @@
 //!   and then: `allRevisions: true`, or `hash` equal to the recipe's document hash, or
 //!   `revision` equal to the recipe's revision, or — when the target names none of these — any
 //!   revision (a recall that does not say which revision is taken as covering all: fail safe).
-//! - Starting to cook is `irreversible` (heat, consumed food), and `irreversible` and
-//!   `safety_override` are always implied in `confirmBefore`: an agent's request needs the
-//!   principal's confirmation (passed in [`Context::confirmed`]) or it is refused
-//!   `not_authorized`.
+//! - `irreversible` and `safety_override` are always implied in `confirmBefore`, but a plain
+//!   start under a `start_cooking` mandate is neither: a stop is always possible and never
+//!   refused, and no request can raise a safety limit. So a start needs no confirmation; a
+//!   request that asks for a category in the mandate's `confirmBefore` (today only through
+//!   `x-cookwala-confirm-categories`, e.g. a purchase made along the way) is refused
+//!   `not_authorized` unless the principal confirmed it ([`Context::confirmed`]). This matches
+//!   the upstream sample hub, which starts such orders.
 //! - Allergen blocks match the recipe's declared allergens (`eu14`, `us9`, `mayContain`,
 //!   ingredient `allergens`) case-insensitively, with a few aliases that only widen a block
 //!   (`nuts` also blocks `tree_nuts` and `peanuts`; `gluten` and `wheat` block
@@ -223,13 +226,24 @@ fn mandate_refusal(ctx: &Context<'_>) -> Option<Refusal> {
             );
         }
     }
-    // `irreversible` and `safety_override` are always implied; starting to cook is irreversible.
-    if !ctx.confirmed.iter().any(|c| c == "irreversible") {
-        return refusal(
-            RefusalReason::NotAuthorized,
-            "starting to cook is irreversible: the principal must confirm it (confirmBefore)"
-                .into(),
-        );
+    // `irreversible` and `safety_override` are always implied; other categories come from the
+    // mandate. A request names the categories it touches in `x-cookwala-confirm-categories`.
+    let mut needs_confirmation: BTreeSet<&str> = ["irreversible", "safety_override"].into();
+    for c in m.get("confirmBefore").and_then(Value::as_array).unwrap_or_default() {
+        if let Some(c) = c.as_str() {
+            needs_confirmation.insert(c);
+        }
+    }
+    let asked = ctx.request.get("x-cookwala-confirm-categories").and_then(Value::as_array);
+    for category in asked.unwrap_or_default().iter().filter_map(Value::as_str) {
+        if needs_confirmation.contains(category) && !ctx.confirmed.iter().any(|c| c == category) {
+            return refusal(
+                RefusalReason::NotAuthorized,
+                format!(
+                    "the request involves `{category}`: the principal must confirm it (confirmBefore)"
+                ),
+            );
+        }
     }
     None
 }

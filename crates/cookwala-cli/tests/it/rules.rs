@@ -265,17 +265,13 @@ fn precheck_runs_the_executor_checks_then_the_dry_run() {
             "--json",
         ]
     };
-    // An agent's start needs the principal's confirmation (irreversible is always implied).
-    let out = cookwala(dir.path(), &base("req.json", "r-shakshuka.json"));
-    assert_exit(&out, 1);
-    assert_eq!(json_out(&out).get("reason").and_then(Value::as_str), Some("not_authorized"));
-    let mut ok = base("req.json", "r-shakshuka.json");
-    ok.extend(["--confirmed", "irreversible"]);
+    // A plain start under a start_cooking mandate needs no confirmation (a stop is always
+    // possible and no request can raise a limit).
+    let ok = base("req.json", "r-shakshuka.json");
     let out = cookwala(dir.path(), &ok);
     assert_exit(&out, 0);
     assert_eq!(json_out(&out).get("state").and_then(Value::as_str), Some("accepted"));
-    let mut eggs = base("eggs.json", "r-shakshuka.json");
-    eggs.extend(["--confirmed", "irreversible"]);
+    let eggs = base("eggs.json", "r-shakshuka.json");
     let out = cookwala(dir.path(), &eggs);
     assert_exit(&out, 1);
     assert_eq!(json_out(&out).get("reason").and_then(Value::as_str), Some("allergen_block"));
@@ -285,8 +281,7 @@ fn precheck_runs_the_executor_checks_then_the_dry_run() {
         json_out(&cookwala(dir.path(), &busy)).get("reason").and_then(Value::as_str),
         Some("busy")
     );
-    let mut injected = base("req2.json", "r-injected.json");
-    injected.extend(["--confirmed", "irreversible"]);
+    let injected = base("req2.json", "r-injected.json");
     let out = cookwala(dir.path(), &injected);
     assert_exit(&out, 0);
     let r = json_out(&out);

@@ -188,12 +188,26 @@ fn prechecks_run_in_the_upstream_order() {
         ),
         &r,
     );
-    assert_eq!(
-        reason_of(&good, Some(&r), &[], &[]),
-        Some("not_authorized"),
-        "irreversible needs confirmation"
+    assert_eq!(reason_of(&good, Some(&r), &[], &[]), None, "a plain start needs no confirmation");
+    let purchase = with_hash(
+        &request(
+            r#","mandate":{"principal":"user:amal","agent":"user:amal","scopes":["start_cooking"],"expires":"2027-01-01T00:00:00Z","confirmBefore":["any_payment"]},"x-cookwala-confirm-categories":["any_payment"]"#,
+        ),
+        &r,
     );
-    assert_eq!(reason_of(&good, Some(&r), &[], &["irreversible".into()]), None);
+    assert_eq!(reason_of(&purchase, Some(&r), &[], &[]), Some("not_authorized"));
+    assert_eq!(reason_of(&purchase, Some(&r), &[], &["any_payment".into()]), None);
+    let irreversible = with_hash(
+        &request(
+            r#","mandate":{"principal":"user:amal","agent":"user:amal","scopes":["start_cooking"],"expires":"2027-01-01T00:00:00Z"},"x-cookwala-confirm-categories":["irreversible"]"#,
+        ),
+        &r,
+    );
+    assert_eq!(
+        reason_of(&irreversible, Some(&r), &[], &[]),
+        Some("not_authorized"),
+        "irreversible is always implied"
+    );
     let blocked = with_hash(&request(r#","allergenBlocks":["gluten"]"#), &r);
     assert_eq!(reason_of(&blocked, Some(&r), &[], &[]), Some("allergen_block"));
     let sesame = with_hash(&request(r#","allergenBlocks":["Sesame"]"#), &r);
