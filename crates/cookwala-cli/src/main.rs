@@ -75,6 +75,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the hub: the Core HTTP API on a simulated device, stored in SQLite, until Ctrl-C
+    ///
+    /// Non-open endpoints need `Authorization: Bearer <token>`: --token, else the environment
+    /// variable COOKWALA_HUB_TOKEN, else a token generated into DATA/token (mode 0600) on first
+    /// start. Executions left running by an unclean stop are ended safely on restart.
+    Serve {
+        /// Listen address
+        #[arg(long, default_value = "127.0.0.1:7878")]
+        addr: std::net::SocketAddr,
+        /// Data directory (default: $XDG_DATA_HOME/cookwala or ~/.local/share/cookwala)
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Simulated time runs N times real time
+        #[arg(long, default_value_t = 60.0)]
+        speed: f64,
+        /// Bearer token for non-open endpoints
+        #[arg(long)]
+        token: Option<String>,
+        /// Built-in device served at the root
+        #[arg(long, default_value = cookwala_sim::builtin::DEFAULT_DEVICE)]
+        device: String,
+        /// Serve this OpenAPI file at /openapi.yaml instead of the hub's own description
+        #[arg(long)]
+        spec: Option<PathBuf>,
+    },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
     /// No trailing newline is written, so the output can be piped straight into a hash tool.
@@ -622,6 +647,16 @@ fn run(cli: Cli) -> Result<bool> {
                 fault,
                 plot,
                 json,
+            })
+        }
+        Command::Serve { addr, data, speed, token, device, spec } => {
+            commands::serve::run(commands::serve::ServeArgs {
+                addr,
+                data,
+                speed,
+                token,
+                device,
+                spec,
             })
         }
         Command::Canon { file } => canon::canon(&file).map(|()| true),

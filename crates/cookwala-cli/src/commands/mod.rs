@@ -10,4 +10,5 @@ pub mod keys;
 pub mod log;
 pub mod rules;
 pub mod schemas;
+pub mod serve;
 pub mod validate;

@@ -7,6 +7,7 @@
 //! - `demo`: the main job runs to completion.
 //! - `cook`: the simulator end to end (completion, refusal, faults, JSON, plot).
 //! - `docs`: `validate`, `schema`, `migrate`, `logs export`.
+//! - `serve`: the hub binary on port 0: token file, auth, graceful SIGTERM.
 //! - `rules`: `convert`, `envelope`, `dry-run` (single, batch, explain), bad input.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -19,6 +20,7 @@ mod docs;
 mod keys;
 mod log;
 mod rules;
+mod serve;
 
 use std::io::Write;
 use std::path::Path;

@@ -1,0 +1,177 @@
+//! `cookwala serve`: the Cookwala hub (Core HTTP API on a simulated device) until Ctrl-C.
+//!
+//! Everything the hub needs comes from `cookwala-hub`; this command only resolves the data
+//! directory and the bearer token, opens the SQLite store, and runs the server with a graceful
+//! shutdown on Ctrl-C (and SIGTERM).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use cookwala_hub::storage::SqliteStorage;
+use cookwala_hub::{Hub, HubConfig};
+
+/// The environment variable the upstream sample client also reads.
+pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
+
+/// `serve` arguments.
+#[derive(Debug)]
+pub struct ServeArgs {
+    /// Listen address.
+    pub addr: SocketAddr,
+    /// Data directory (`None`: the per-user default).
+    pub data: Option<PathBuf>,
+    /// Simulated time per real time.
+    pub speed: f64,
+    /// Bearer token (else the environment, else the data dir's token file).
+    pub token: Option<String>,
+    /// Built-in device served at the root.
+    pub device: String,
+    /// An OpenAPI file to serve at /openapi.yaml instead of the hub's own description.
+    pub spec: Option<PathBuf>,
+}
+
+/// `$XDG_DATA_HOME/cookwala`, else `~/.local/share/cookwala`.
+pub fn default_data_dir() -> Result<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(xdg).join("cookwala"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .context("neither XDG_DATA_HOME nor HOME is set; pass --data DIR")?;
+    Ok(PathBuf::from(home).join(".local/share/cookwala"))
+}
+
+/// The token to require: `--token`, else `$COOKWALA_HUB_TOKEN`, else the data dir's `token`
+/// file (created with a fresh random token, mode 0600, on first start). The second value is
+/// the file the token came from.
+fn resolve_token(arg: Option<String>, data: &Path) -> Result<(String, Option<PathBuf>)> {
+    if let Some(t) = arg.filter(|t| !t.is_empty()) {
+        return Ok((t, None));
+    }
+    if let Ok(t) = std::env::var(TOKEN_ENV)
+        && !t.is_empty()
+    {
+        return Ok((t, None));
+    }
+    let path = data.join("token");
+    if path.exists() {
+        let t = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .trim()
+            .to_owned();
+        if t.is_empty() {
+            bail!("{} is empty; delete it to get a new token", path.display());
+        }
+        return Ok((t, Some(path)));
+    }
+    let bytes: [u8; 24] = rand::random();
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&path).with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(format!("{token}\n").as_bytes())
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok((token, Some(path)))
+}
+
+fn create_private_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).with_context(|| format!("creating {}", dir.display()))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    cookwala_hub::note(format_args!("cookwala serve: shutting down"));
+}
+
+/// Runs the hub until Ctrl-C.
+///
+/// # Errors
+/// The data dir, token, database or listener cannot be set up.
+pub fn run(args: ServeArgs) -> Result<bool> {
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        bail!("--speed must be a positive number");
+    }
+    if cookwala_sim::builtin::device(&args.device).is_none() {
+        let ids: Vec<&str> = cookwala_sim::builtin::DEVICES.iter().map(|(id, _)| *id).collect();
+        bail!("unknown device {}; built-in devices: {}", args.device, ids.join(", "));
+    }
+    let data = match args.data {
+        Some(d) => d,
+        None => default_data_dir()?,
+    };
+    create_private_dir(&data)?;
+    let (token, token_file) = resolve_token(args.token, &data)?;
+    let spec = match &args.spec {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)
+        }
+        None => None,
+    };
+    let db = data.join("hub.sqlite3");
+    let storage =
+        Arc::new(SqliteStorage::open(&db).with_context(|| format!("opening {}", db.display()))?);
+    let config =
+        HubConfig { device_id: args.device.clone(), speed: args.speed, token: Some(token), spec };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let hub = Hub::open(storage, config).await.context("opening the hub")?;
+        for id in hub.recovered() {
+            cookwala_hub::note(format_args!(
+                "cookwala serve: execution {id} was active at the last stop; ended safely"
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("binding {}", args.addr))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        let token_note = match token_file {
+            Some(path) => format!("bearer token in {}", path.display()),
+            None => format!("bearer token from --token / {TOKEN_ENV}"),
+        };
+        // One write, errors ignored: a closed stdout must not take the server down.
+        let banner = format!(
+            "cookwala hub listening on http://{addr}\n  device {}, simulated time x{}, data {}\n  {token_note}\n  Ctrl-C stops the server\n",
+            args.device,
+            args.speed,
+            data.display()
+        );
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+        drop(out);
+        cookwala_hub::serve(hub, listener, shutdown_signal()).await.context("serving")?;
+        anyhow::Ok(())
+    })?;
+    Ok(true)
+}

@@ -1,0 +1,137 @@
+//! `cookwala serve`: starts on port 0, writes a private token file, answers, stops on SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+
+fn http(addr: SocketAddr, raw: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn serve_generates_a_private_token_and_shuts_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--speed", "1000", "--data"])
+        .arg(&data)
+        .env_remove("COOKWALA_HUB_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: SocketAddr = first
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{first}: {e}"));
+    let token_path = data.join("token");
+    let token = std::fs::read_to_string(&token_path).unwrap().trim().to_owned();
+    assert!(token.len() >= 32);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&token_path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let caps = http(addr, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(caps.starts_with("HTTP/1.1 200"), "{caps}");
+    let anon =
+        http(addr, "GET /v1/executions/ex-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(anon.starts_with("HTTP/1.1 401"), "{anon}");
+    let authed = http(
+        addr,
+        &format!(
+            "GET /v1/executions/ex-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {token}\r\n\r\n"
+        ),
+    );
+    assert!(authed.starts_with("HTTP/1.1 404"), "{authed}");
+
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(data.join("hub.sqlite3").exists());
+}
+
+struct Server {
+    child: std::process::Child,
+    addr: SocketAddr,
+    _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+fn start(data: &std::path::Path, speed: &str) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token", "--speed", speed])
+        .arg("--data")
+        .arg(data)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    Server { child, addr, _stdout: lines }
+}
+
+fn post_execution(addr: SocketAddr, body: &str) -> String {
+    http(
+        addr,
+        &format!(
+            "POST /v1/executions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Authorization: Bearer kill-test-token\r\nIdempotency-Key: kill-key-0001\r\n\
+             Content-Type: application/vnd.cookwala+json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+fn get_authed(addr: SocketAddr, path: &str) -> String {
+    http(
+        addr,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer kill-test-token\r\n\r\n"
+        ),
+    )
+}
+
+#[test]
+fn sigkill_mid_run_then_restart_ends_the_execution_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let recipe = cookwala_sim::builtin::recipe("red-lentil-soup").unwrap();
+    let hash = canonical_json::digest::document_hash(&recipe).unwrap();
+    let body = format!(
+        r#"{{"core":"0.2.0","kind":"ExecuteRequest","id":"ex-kill-1","recipe":"cw:x:red-lentil-soup","recipeHash":"{hash}","requestedBy":"person:cook","idempotencyKey":"ex-kill-1-key"}}"#
+    );
+    // Real time (speed 1): the soup is still cooking when the process is killed.
+    let mut first = start(&data, "1");
+    let created = post_execution(first.addr, &body);
+    assert!(created.starts_with("HTTP/1.1 202"), "{created}");
+    assert!(created.contains(r#""state":"accepted""#), "{created}");
+    first.child.kill().unwrap(); // SIGKILL
+    first.child.wait().unwrap();
+
+    let mut second = start(&data, "1");
+    let status = get_authed(second.addr, "/v1/executions/ex-kill-1");
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    assert!(status.contains(r#""state":"stopped""#), "{status}");
+    let log = get_authed(second.addr, "/v1/executions/ex-kill-1/log");
+    assert!(log.contains(r#""outcome":"aborted_safe""#), "{log}");
+    // The retried POST gets the original answer; nothing is created twice.
+    let retried = post_execution(second.addr, &body);
+    assert!(retried.starts_with("HTTP/1.1 202"), "{retried}");
+    assert!(retried.contains(r#""state":"accepted""#), "{retried}");
+    assert!(retried.to_ascii_lowercase().contains("idempotent-replayed: true"), "{retried}");
+    second.child.kill().unwrap();
+    second.child.wait().unwrap();
+}

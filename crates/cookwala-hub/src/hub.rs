@@ -1,0 +1,315 @@
+//! The hub state: live simulations, storage, the simulated clock and restart recovery.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use canonical_json::{Map, Value};
+use cookwala_sim::{SimConfig, Simulation};
+use tokio::sync::Mutex;
+
+use crate::error::ApiError;
+use crate::storage::{ExecutionRecord, StatusUpdate, Storage, StorageError};
+
+/// How the hub runs.
+#[derive(Clone, Debug)]
+pub struct HubConfig {
+    /// The built-in device served at the root.
+    pub device_id: String,
+    /// Simulated milliseconds per real millisecond (0 = the clock only moves through
+    /// [`Hub::advance`]).
+    pub speed: f64,
+    /// The bearer token for non-open endpoints; `None` disables auth (tests only).
+    pub token: Option<String>,
+    /// The OpenAPI text served at `/openapi.yaml` (`None`: the hub's own description).
+    pub spec: Option<String>,
+}
+
+impl Default for HubConfig {
+    fn default() -> HubConfig {
+        HubConfig {
+            device_id: cookwala_sim::builtin::DEFAULT_DEVICE.to_owned(),
+            speed: 60.0,
+            token: None,
+            spec: None,
+        }
+    }
+}
+
+/// Why a hub could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HubError {
+    /// The storage failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The device id is not a built-in device.
+    #[error("unknown device {0}")]
+    UnknownDevice(String),
+    /// A blocking task failed.
+    #[error("blocking task: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+/// What is needed to rebuild an execution's simulation (stored with the execution).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RunConfig {
+    pub recipe: String,
+    pub device: String,
+    pub human_present: bool,
+    pub seed: u64,
+    pub start_unix_ms: i64,
+}
+
+impl RunConfig {
+    pub(crate) fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("recipe".into(), self.recipe.as_str().into());
+        m.insert("device".into(), self.device.as_str().into());
+        m.insert("humanPresent".into(), self.human_present.into());
+        m.insert("seed".into(), self.seed.to_string().into());
+        m.insert("startUnixMs".into(), self.start_unix_ms.into());
+        Value::Object(m)
+    }
+
+    pub(crate) fn from_text(text: &str) -> Option<RunConfig> {
+        let v = canonical_json::parse(text.as_bytes()).ok()?;
+        Some(RunConfig {
+            recipe: v.get("recipe")?.as_str()?.to_owned(),
+            device: v.get("device")?.as_str()?.to_owned(),
+            human_present: v.get("humanPresent")?.as_bool()?,
+            seed: v.get("seed")?.as_str()?.parse().ok()?,
+            start_unix_ms: v.get("startUnixMs")?.as_i64()?,
+        })
+    }
+
+    pub(crate) fn sim_config(&self, id: &str) -> Option<SimConfig> {
+        let recipe = cookwala_sim::builtin::recipe(&self.recipe)?;
+        let device = cookwala_sim::builtin::device(&self.device)?;
+        let mut config = SimConfig::new(recipe, device);
+        config.human_present = self.human_present;
+        config.seed = self.seed;
+        config.start_unix_ms = self.start_unix_ms;
+        config.execution_id = id.to_owned();
+        config.request_id = id.to_owned();
+        Some(config)
+    }
+}
+
+/// The hub: cheap to clone (an `Arc`).
+#[derive(Clone, Debug)]
+pub struct Hub {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub storage: Arc<dyn Storage>,
+    pub config: HubConfig,
+    pub device: Value,
+    /// Executions that are not final, by id. Every mutation of a simulation happens under
+    /// this lock and is persisted before the lock is released, so whatever a client can see
+    /// is durable.
+    pub live: Mutex<BTreeMap<String, Simulation>>,
+    /// Executions ended safely at start-up because the previous process stopped uncleanly.
+    pub recovered: Vec<String>,
+}
+
+/// The most simulated time one clock step may cover (one hour).
+const MAX_STEP_MS: u64 = 3_600_000;
+
+impl Hub {
+    /// Opens a hub on `storage`: every execution left unfinished by a previous process is ended
+    /// safely (never resumed).
+    ///
+    /// # Errors
+    /// The device is unknown, or the storage fails.
+    pub async fn open(storage: Arc<dyn Storage>, config: HubConfig) -> Result<Hub, HubError> {
+        let device = cookwala_sim::builtin::device(&config.device_id)
+            .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
+        let s = storage.clone();
+        let recovered = tokio::task::spawn_blocking(move || recover(&*s)).await??;
+        Ok(Hub {
+            inner: Arc::new(Inner {
+                storage,
+                config,
+                device,
+                live: Mutex::new(BTreeMap::new()),
+                recovered,
+            }),
+        })
+    }
+
+    /// Ids of the executions ended safely at start-up.
+    pub fn recovered(&self) -> &[String] {
+        &self.inner.recovered
+    }
+
+    /// The storage.
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        self.inner.storage.clone()
+    }
+
+    /// Runs a storage call on the blocking pool.
+    pub(crate) async fn db<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
+    {
+        let s = self.inner.storage.clone();
+        Ok(tokio::task::spawn_blocking(move || f(&*s)).await??)
+    }
+
+    /// Advances every live execution by `dt_ms` of simulated time and persists every change.
+    ///
+    /// # Errors
+    /// The storage fails (the simulations keep their state and are persisted next time).
+    pub async fn advance(&self, dt_ms: u64) -> Result<(), ApiError> {
+        let mut live = self.inner.live.lock().await;
+        let mut changed = Vec::new();
+        for (id, sim) in live.iter_mut() {
+            let before = sim.seq();
+            let mut left = dt_ms;
+            while left > 0 && !sim.is_final() {
+                let step = left.min(MAX_STEP_MS);
+                sim.advance(step);
+                left -= step;
+            }
+            if sim.seq() != before {
+                changed.push(snapshot(id, sim));
+            }
+        }
+        if !changed.is_empty() {
+            self.db(move |s| {
+                for c in &changed {
+                    s.update_execution(c, None)?;
+                }
+                Ok(())
+            })
+            .await?;
+        }
+        live.retain(|_, sim| !sim.is_final());
+        Ok(())
+    }
+
+    /// Starts the task that moves simulated time at `speed` (nothing when the speed is 0).
+    pub fn spawn_clock(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let speed = self.inner.config.speed;
+        if !(speed.is_finite() && speed > 0.0) {
+            return None;
+        }
+        let hub = self.clone();
+        Some(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(std::time::Duration::from_millis(100));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut last = tokio::time::Instant::now();
+            let mut carry = 0.0_f64;
+            loop {
+                interval.tick().await;
+                let now = tokio::time::Instant::now();
+                let real_ms = now.duration_since(last).as_secs_f64() * 1000.0;
+                last = now;
+                carry += real_ms * speed;
+                let whole = carry.floor();
+                carry -= whole;
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let dt = whole.min(1e12) as u64;
+                if let Err(e) = hub.advance(dt).await {
+                    crate::note(format_args!(
+                        "cookwala-hub: clock step failed: {}",
+                        e.detail.unwrap_or_default()
+                    ));
+                }
+            }
+        }))
+    }
+}
+
+/// The JCS text of `v`; a value JCS cannot write (an integer beyond 2^53) falls back to the
+/// compact sorted form, which keeps it exact, so nothing is ever stored empty.
+pub(crate) fn jcs_text(v: &Value) -> String {
+    canonical_json::to_jcs(v)
+        .or_else(|_| canonical_json::to_python_compact(v))
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_else(|| "null".to_owned())
+}
+
+pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
+    StatusUpdate {
+        id: id.to_owned(),
+        status: jcs_text(&sim.status()),
+        seq: sim.seq(),
+        state: sim.state().as_str().to_owned(),
+        is_final: sim.is_final(),
+        log: sim.log().map(|l| jcs_text(&l)),
+    }
+}
+
+/// Ends every unfinished execution safely. A simulated device loses its state with the
+/// process, so its heaters are off; the execution goes to `stopped` through `stopping` where
+/// the state table requires it, `seq` moves on, and the log says `aborted_safe`.
+fn recover(s: &dyn Storage) -> Result<Vec<String>, StorageError> {
+    let mut ended = Vec::new();
+    let now = crate::unix_ms();
+    let stamp = cookwala_sim::rfc3339_ms(now);
+    for rec in s.unfinished()? {
+        let (status, seq) = recovered_status(&rec, &stamp);
+        let log = recovered_log(&rec, &stamp, now).map(|l| jcs_text(&l));
+        let update = StatusUpdate {
+            id: rec.id.clone(),
+            status: jcs_text(&status),
+            seq,
+            state: "stopped".to_owned(),
+            is_final: true,
+            log,
+        };
+        s.update_execution(&update, None)?;
+        crate::note(format_args!(
+            "cookwala-hub: execution {} was {} when the hub stopped; ended safely (stopped, aborted_safe)",
+            rec.id, rec.state
+        ));
+        ended.push(rec.id);
+    }
+    Ok(ended)
+}
+
+fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
+    // accepted and stopping move to stopped in one step; the active states through stopping.
+    let steps = match rec.state.as_str() {
+        "accepted" | "stopping" => 1,
+        _ => 2,
+    };
+    let seq = rec.seq + steps;
+    let mut status = canonical_json::parse(rec.status.as_bytes()).unwrap_or(Value::Null);
+    if let Some(m) = status.as_object_mut() {
+        m.insert("state".into(), "stopped".into());
+        m.insert("seq".into(), seq.into());
+        m.insert("updatedAt".into(), stamp.into());
+        m.remove("humanNeeded");
+        m.remove("eta");
+    }
+    (status, seq)
+}
+
+fn recovered_log(rec: &ExecutionRecord, stamp: &str, now_ms: i64) -> Option<Value> {
+    let run = RunConfig::from_text(&rec.config)?;
+    let config = run.sim_config(&rec.id)?;
+    let mut sim = Simulation::new(config).ok()?;
+    sim.stop("hub restart");
+    let mut log = sim.log()?;
+    let m = log.as_object_mut()?;
+    m.insert("endedAt".into(), stamp.into());
+    let mut note = Map::new();
+    note.insert("recovered".into(), true.into());
+    note.insert("lastState".into(), rec.state.as_str().into());
+    note.insert("lastSeq".into(), rec.seq.into());
+    note.insert("endedUnixMs".into(), now_ms.into());
+    note.insert(
+        "why".into(),
+        "the hub stopped while this execution was active; on restart it was ended safely \
+         (heat off, stopped) and not resumed"
+            .into(),
+    );
+    m.insert("x-hub".into(), Value::Object(note));
+    Some(log)
+}

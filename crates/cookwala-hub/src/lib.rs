@@ -1,0 +1,53 @@
+//! The Cookwala hub: the Core HTTP API on simulated devices, with durable storage.
+//!
+//! [`Hub::open`] takes a [`storage::Storage`] (SQLite by default) and ends, safely, every
+//! execution a previous process left active — the hub never silently resumes cooking.
+//! [`app`] builds the axum router; [`Hub::spawn_clock`] moves simulated time at the configured
+//! speed; [`serve`] runs both on a listener until a shutdown signal.
+//!
+//! Every mutation of an execution happens under one lock and is committed (WAL,
+//! `synchronous = FULL`) before the response leaves, together with the idempotency record that
+//! lets a retried POST get the original answer.
+
+mod api;
+pub mod error;
+mod hub;
+pub mod privacy;
+pub mod storage;
+mod tools;
+
+pub use api::{COOKWALA_JSON, app};
+pub use error::ApiError;
+pub use hub::{Hub, HubConfig, HubError};
+
+/// Writes one diagnostic line to stderr; a closed stderr is ignored (never a panic).
+pub fn note(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock runs meanwhile.
+///
+/// # Errors
+/// The listener fails.
+pub async fn serve(
+    hub: Hub,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let clock = hub.spawn_clock();
+    let res = axum::serve(listener, app(hub)).with_graceful_shutdown(shutdown).await;
+    if let Some(c) = clock {
+        c.abort();
+    }
+    res
+}

@@ -1,0 +1,87 @@
+//! Anonymity checks for incident reports: no names, ids or contact details of people.
+
+use canonical_json::Value;
+
+/// Top-level fields that would identify a person.
+const PERSONAL_FIELDS: &[&str] = &[
+    "name",
+    "reporter",
+    "reportedBy",
+    "email",
+    "phone",
+    "user",
+    "userId",
+    "person",
+    "address",
+    "contact",
+    "customer",
+    "requestedBy",
+    "principal",
+];
+
+/// The first top-level field that names a person, if any.
+pub fn personal_field(doc: &Value) -> Option<&'static str> {
+    PERSONAL_FIELDS.iter().copied().find(|f| doc.get(f).is_some())
+}
+
+/// What kind of personal data the free text (`description`, `outcome`, `contributingFactors`)
+/// contains, if any.
+pub fn personal_text(doc: &Value) -> Option<&'static str> {
+    let mut texts: Vec<&str> = Vec::new();
+    for key in ["description", "outcome"] {
+        if let Some(t) = doc.get(key).and_then(Value::as_str) {
+            texts.push(t);
+        }
+    }
+    if let Some(items) = doc.get("contributingFactors").and_then(Value::as_array) {
+        texts.extend(items.iter().filter_map(Value::as_str));
+    }
+    texts.into_iter().find_map(classify)
+}
+
+fn classify(text: &str) -> Option<&'static str> {
+    let lower = text.to_lowercase();
+    for word in
+        lower.split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '(' | ')' | '<' | '>'))
+    {
+        if let Some((user, domain)) = word.split_once('@')
+            && !user.is_empty()
+            && domain.contains('.')
+        {
+            return Some("an email address");
+        }
+    }
+    let mut run = 0;
+    for c in lower.chars() {
+        if c.is_ascii_digit() {
+            run += 1;
+            if run >= 7 {
+                return Some("a phone number or personal id");
+            }
+        } else if !matches!(c, ' ' | '-' | '.' | '(' | ')' | '+') {
+            run = 0;
+        }
+    }
+    const NAME_CUES: &[&str] = &[
+        "my name is",
+        "name:",
+        "named ",
+        "called me",
+        "mr. ",
+        "mrs. ",
+        "ms. ",
+        "mr ",
+        "mrs ",
+        "dr. ",
+        "person:",
+        "user:",
+        "customer id",
+        "user id",
+        "account id",
+        "household:",
+    ];
+    if NAME_CUES.iter().any(|cue| lower.contains(cue)) {
+        return Some("a person's name or id");
+    }
+    None
+}

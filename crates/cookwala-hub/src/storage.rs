@@ -1,0 +1,381 @@
+//! Durable storage behind a small trait, with an SQLite implementation.
+//!
+//! The trait is synchronous and object-safe: the hub calls it from
+//! `tokio::task::spawn_blocking`, so a blocking backend (SQLite) never stalls the runtime, and a
+//! PostgreSQL backend can implement the same five write paths later.
+//!
+//! **Durability.** SQLite in WAL mode with `synchronous = FULL`: every committed transaction is
+//! fsynced to the WAL before `commit` returns, so a response the hub has sent (an acknowledged
+//! execution, idempotency record or incident) survives a power loss, not only a process crash.
+//! Each write path is one transaction, so an execution and the idempotency record that
+//! acknowledges it are stored together or not at all.
+
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// A storage failure (the hub answers 500 and logs it).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The database reported an error.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The database was written by a newer hub.
+    #[error("schema version {0} is newer than this hub understands ({SCHEMA_VERSION})")]
+    TooNew(i64),
+    /// Another thread panicked while holding the connection.
+    #[error("storage lock poisoned")]
+    Poisoned,
+}
+
+impl<T> From<PoisonError<T>> for StorageError {
+    fn from(_: PoisonError<T>) -> StorageError {
+        StorageError::Poisoned
+    }
+}
+
+/// One stored execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExecutionRecord {
+    /// ExecutionStatus `id` (= ExecuteRequest `id`).
+    pub id: String,
+    /// The ExecuteRequest as received (JCS text).
+    pub request: String,
+    /// What the hub needs to rebuild the simulation (JCS text; see `hub::RunConfig`).
+    pub config: String,
+    /// The current ExecutionStatus (JCS text).
+    pub status: String,
+    /// The status `seq`.
+    pub seq: u64,
+    /// The status `state`.
+    pub state: String,
+    /// True once the state is final.
+    pub is_final: bool,
+    /// The ExecutionLog (JCS text), once final.
+    pub log: Option<String>,
+}
+
+/// A new status for a stored execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusUpdate {
+    /// The execution id.
+    pub id: String,
+    /// The ExecutionStatus (JCS text).
+    pub status: String,
+    /// The status `seq`.
+    pub seq: u64,
+    /// The status `state`.
+    pub state: String,
+    /// True once the state is final.
+    pub is_final: bool,
+    /// The ExecutionLog (JCS text), once final.
+    pub log: Option<String>,
+}
+
+/// A stored answer to a POST with an `Idempotency-Key`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// The key.
+    pub key: String,
+    /// `sha256:<hex>` of the method, path and canonical body.
+    pub digest: String,
+    /// The HTTP status of the original answer.
+    pub status: u16,
+    /// The original response body.
+    pub body: String,
+}
+
+/// The storage the hub needs. Every method is one durable transaction.
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Stores a new execution and, atomically with it, the idempotency record answering it.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn create_execution(
+        &self,
+        rec: &ExecutionRecord,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<(), StorageError>;
+
+    /// Replaces an execution's status (and log, once final) and, atomically with it, stores an
+    /// idempotency record.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn update_execution(
+        &self,
+        update: &StatusUpdate,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<(), StorageError>;
+
+    /// One execution.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn execution(&self, id: &str) -> Result<Option<ExecutionRecord>, StorageError>;
+
+    /// Every execution that is not final, oldest first.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn unfinished(&self) -> Result<Vec<ExecutionRecord>, StorageError>;
+
+    /// The idempotency record for `key`.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn idempotency(&self, key: &str) -> Result<Option<IdempotencyRecord>, StorageError>;
+
+    /// Stores an idempotency record on its own (a stop of an execution that had already ended).
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn put_idempotency(&self, idem: &IdempotencyRecord) -> Result<(), StorageError>;
+
+    /// Stores an incident report and the idempotency record answering it.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn add_incident(
+        &self,
+        id: &str,
+        body: &str,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<(), StorageError>;
+
+    /// Number of stored incidents.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn incident_count(&self) -> Result<u64, StorageError>;
+}
+
+/// The schema version this hub writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+const MIGRATIONS: &[&str] = &[
+    // 0 -> 1
+    "CREATE TABLE executions (
+        id TEXT PRIMARY KEY,
+        request TEXT NOT NULL,
+        config TEXT NOT NULL,
+        status TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        is_final INTEGER NOT NULL,
+        log TEXT,
+        created_ms INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+     );
+     CREATE INDEX executions_unfinished ON executions(is_final, created_ms);
+     CREATE TABLE idempotency (
+        key TEXT PRIMARY KEY,
+        digest TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+     );
+     CREATE TABLE incidents (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL,
+        body TEXT NOT NULL,
+        received_ms INTEGER NOT NULL
+     );",
+];
+
+/// SQLite storage (one connection behind a mutex; WAL, `synchronous = FULL`).
+#[derive(Debug)]
+pub struct SqliteStorage {
+    conn: Mutex<Connection>,
+}
+
+fn now_ms() -> i64 {
+    crate::unix_ms()
+}
+
+impl SqliteStorage {
+    /// Opens (creating if needed) `path` and migrates the schema.
+    ///
+    /// # Errors
+    /// The file cannot be opened, or its schema is newer than this hub.
+    pub fn open(path: &Path) -> Result<SqliteStorage, StorageError> {
+        SqliteStorage::init(Connection::open(path)?)
+    }
+
+    /// An in-memory database (tests).
+    ///
+    /// # Errors
+    /// SQLite cannot allocate it.
+    pub fn in_memory() -> Result<SqliteStorage, StorageError> {
+        SqliteStorage::init(Connection::open_in_memory()?)
+    }
+
+    fn init(mut conn: Connection) -> Result<SqliteStorage, StorageError> {
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        // `journal_mode` answers with the mode it set; in-memory databases answer `memory`.
+        let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let known = i64::try_from(MIGRATIONS.len()).unwrap_or(i64::MAX);
+        if version > known {
+            return Err(StorageError::TooNew(version));
+        }
+        let tx = conn.transaction()?;
+        for (idx, sql) in MIGRATIONS.iter().enumerate() {
+            let target = i64::try_from(idx).unwrap_or(i64::MAX) + 1;
+            if target > version {
+                tx.execute_batch(sql)?;
+                tx.pragma_update(None, "user_version", target)?;
+            }
+        }
+        tx.commit()?;
+        Ok(SqliteStorage { conn: Mutex::new(conn) })
+    }
+}
+
+fn put_idem(tx: &rusqlite::Transaction<'_>, idem: &IdempotencyRecord) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO idempotency (key, digest, status, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![idem.key, idem.digest, idem.status, idem.body, now_ms()],
+    )?;
+    Ok(())
+}
+
+fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRecord> {
+    let seq: i64 = r.get(4)?;
+    Ok(ExecutionRecord {
+        id: r.get(0)?,
+        request: r.get(1)?,
+        config: r.get(2)?,
+        status: r.get(3)?,
+        seq: u64::try_from(seq).unwrap_or(0),
+        state: r.get(5)?,
+        is_final: r.get(6)?,
+        log: r.get(7)?,
+    })
+}
+
+const SELECT: &str =
+    "SELECT id, request, config, status, seq, state, is_final, log FROM executions";
+
+fn seq_i64(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+impl Storage for SqliteStorage {
+    fn create_execution(
+        &self,
+        rec: &ExecutionRecord,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        let now = now_ms();
+        tx.execute(
+            "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
+                created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+            params![
+                rec.id,
+                rec.request,
+                rec.config,
+                rec.status,
+                seq_i64(rec.seq),
+                rec.state,
+                rec.is_final,
+                rec.log,
+                now
+            ],
+        )?;
+        if let Some(idem) = idem {
+            put_idem(&tx, idem)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn update_execution(
+        &self,
+        u: &StatusUpdate,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        tx.execute(
+            "UPDATE executions SET status = ?2, seq = ?3, state = ?4, is_final = ?5,
+                log = COALESCE(?6, log), updated_ms = ?7 WHERE id = ?1",
+            params![u.id, u.status, seq_i64(u.seq), u.state, u.is_final, u.log, now_ms()],
+        )?;
+        if let Some(idem) = idem {
+            put_idem(&tx, idem)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn execution(&self, id: &str) -> Result<Option<ExecutionRecord>, StorageError> {
+        let conn = self.conn.lock()?;
+        let sql = format!("{SELECT} WHERE id = ?1");
+        Ok(conn.query_row(&sql, params![id], row_to_record).optional()?)
+    }
+
+    fn unfinished(&self) -> Result<Vec<ExecutionRecord>, StorageError> {
+        let conn = self.conn.lock()?;
+        let sql = format!("{SELECT} WHERE is_final = 0 ORDER BY created_ms, id");
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map([], row_to_record)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn idempotency(&self, key: &str) -> Result<Option<IdempotencyRecord>, StorageError> {
+        let conn = self.conn.lock()?;
+        Ok(conn
+            .query_row(
+                "SELECT key, digest, status, body FROM idempotency WHERE key = ?1",
+                params![key],
+                |r| {
+                    Ok(IdempotencyRecord {
+                        key: r.get(0)?,
+                        digest: r.get(1)?,
+                        status: r.get(2)?,
+                        body: r.get(3)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    fn put_idempotency(&self, idem: &IdempotencyRecord) -> Result<(), StorageError> {
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        put_idem(&tx, idem)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn add_incident(
+        &self,
+        id: &str,
+        body: &str,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO incidents (id, body, received_ms) VALUES (?1, ?2, ?3)",
+            params![id, body, now_ms()],
+        )?;
+        if let Some(idem) = idem {
+            put_idem(&tx, idem)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn incident_count(&self) -> Result<u64, StorageError> {
+        let conn = self.conn.lock()?;
+        let n: i64 = conn.query_row("SELECT COUNT(*) FROM incidents", [], |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+}

@@ -1,0 +1,11 @@
+//! Integration tests for the hub: router tests without a network, restart recovery, a port-0
+//! smoke test.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod api;
+mod restart;
+mod samples;
+mod smoke;
+mod storage;
+mod support;

@@ -1,0 +1,70 @@
+//! Restart after an unclean stop: nothing acknowledged is lost, nothing is resumed.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use cookwala_hub::storage::{SqliteStorage, Storage};
+use cookwala_hub::{Hub, app};
+
+use crate::support::*;
+
+async fn open(dir: &std::path::Path) -> Hub {
+    let storage: Arc<dyn Storage> =
+        Arc::new(SqliteStorage::open(&dir.join("hub.sqlite3")).unwrap());
+    Hub::open(storage, config()).await.unwrap()
+}
+
+#[tokio::test]
+async fn running_executions_end_safely_after_an_unclean_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let soup = request("ex-r-soup", "red-lentil-soup", false);
+    let refused_body = request("ex-r-busy", "vegetable-stock", false);
+    let (running_seq, refused) = {
+        let hub = open(dir.path()).await;
+        let app = app(hub.clone());
+        let a = call(&app, post("/v1/executions", Some("key-r-000001"), &soup)).await;
+        assert_eq!(a.str("state"), "accepted");
+        hub.advance(120_000).await.unwrap();
+        let b = call(&app, post("/v1/executions", Some("key-r-000002"), &refused_body)).await;
+        assert_eq!(b.str("state"), "refused");
+        let inc = axum::http::Request::post("/v1/incidents")
+            .header("idempotency-key", "key-r-000003")
+            .body(axum::body::Body::from(
+                r#"{"core":"0.2.0","kind":"IncidentReport","id":"inc-r","date":"2026-11-30","category":"cw.incident.burn","severity":"low","description":"smoke"}"#,
+            ))
+            .unwrap();
+        assert_eq!(call(&app, inc).await.status, StatusCode::ACCEPTED);
+        let now = call(&app, get("/v1/executions/ex-r-soup")).await;
+        assert_eq!(now.str("state"), "running");
+        // Unclean stop: the hub and its router are dropped without any shutdown.
+        drop(app);
+        drop(hub);
+        (now.seq(), b.raw)
+    };
+
+    let hub = open(dir.path()).await;
+    assert_eq!(hub.recovered(), ["ex-r-soup".to_owned()]);
+    let app = app(hub.clone());
+    let soup_now = call(&app, get("/v1/executions/ex-r-soup")).await;
+    assert_eq!(soup_now.status, StatusCode::OK);
+    assert_eq!(soup_now.str("state"), "stopped");
+    assert!(soup_now.seq() > running_seq);
+    let log = call(&app, get("/v1/executions/ex-r-soup/log")).await;
+    assert_eq!(log.status, StatusCode::OK);
+    assert_eq!(log.str("outcome"), "aborted_safe");
+    // Time passing does not resume it.
+    hub.advance(600_000).await.unwrap();
+    assert_eq!(call(&app, get("/v1/executions/ex-r-soup")).await.str("state"), "stopped");
+
+    // Retried POSTs get their original answers; nothing is created twice.
+    let retry = call(&app, post("/v1/executions", Some("key-r-000001"), &soup)).await;
+    assert_eq!(retry.status, StatusCode::ACCEPTED);
+    assert_eq!(retry.str("state"), "accepted");
+    assert_eq!(retry.headers["idempotent-replayed"], "true");
+    let retry = call(&app, post("/v1/executions", Some("key-r-000002"), &refused_body)).await;
+    assert_eq!(retry.raw, refused);
+    let dup = call(&app, post("/v1/executions", Some("key-r-000009"), &soup)).await;
+    assert_eq!(dup.status, StatusCode::CONFLICT);
+    assert_eq!(hub.storage().incident_count().unwrap(), 1);
+    assert!(hub.storage().unfinished().unwrap().is_empty());
+}

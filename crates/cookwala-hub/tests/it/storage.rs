@@ -1,0 +1,73 @@
+//! The SQLite store: migrations at open, durability settings, records survive a reopen.
+
+use cookwala_hub::storage::{
+    ExecutionRecord, IdempotencyRecord, SqliteStorage, StatusUpdate, Storage, StorageError,
+};
+
+fn record(id: &str) -> ExecutionRecord {
+    ExecutionRecord {
+        id: id.to_owned(),
+        request: "{}".to_owned(),
+        config: "{}".to_owned(),
+        status: r#"{"seq":0}"#.to_owned(),
+        seq: 0,
+        state: "accepted".to_owned(),
+        is_final: false,
+        log: None,
+    }
+}
+
+#[test]
+fn opens_in_wal_with_full_sync_and_keeps_records_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.sqlite3");
+    {
+        let s = SqliteStorage::open(&path).unwrap();
+        let idem = IdempotencyRecord {
+            key: "key-0000001".to_owned(),
+            digest: "sha256:00".to_owned(),
+            status: 202,
+            body: r#"{"seq":0}"#.to_owned(),
+        };
+        s.create_execution(&record("ex-1"), Some(&idem)).unwrap();
+        s.create_execution(&record("ex-2"), None).unwrap();
+        let done = StatusUpdate {
+            id: "ex-2".to_owned(),
+            status: r#"{"seq":3}"#.to_owned(),
+            seq: 3,
+            state: "completed".to_owned(),
+            is_final: true,
+            log: Some("{}".to_owned()),
+        };
+        s.update_execution(&done, None).unwrap();
+        s.add_incident("inc-1", "{}", None).unwrap();
+        // A second insert of the same key or id fails instead of overwriting.
+        assert!(s.create_execution(&record("ex-1"), None).is_err());
+        assert!(s.put_idempotency(&idem).is_err());
+    }
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, cookwala_hub::storage::SCHEMA_VERSION);
+    drop(conn);
+
+    let s = SqliteStorage::open(&path).unwrap();
+    assert_eq!(s.idempotency("key-0000001").unwrap().unwrap().status, 202);
+    assert!(s.idempotency("key-0000002").unwrap().is_none());
+    let unfinished: Vec<String> = s.unfinished().unwrap().into_iter().map(|r| r.id).collect();
+    assert_eq!(unfinished, ["ex-1"]);
+    let done = s.execution("ex-2").unwrap().unwrap();
+    assert_eq!((done.seq, done.is_final, done.log.as_deref()), (3, true, Some("{}")));
+    assert_eq!(s.incident_count().unwrap(), 1);
+}
+
+#[test]
+fn refuses_a_schema_from_a_newer_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hub.sqlite3");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    assert!(matches!(SqliteStorage::open(&path), Err(StorageError::TooNew(99))));
+}
