@@ -113,20 +113,16 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                     total("blocked"),
                     &sha[..sha.len().min(16)]
                 );
-                match out_file {
-                    Some(path) => {
-                        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                            std::fs::create_dir_all(parent)
-                                .map_err(|e| LedgerError::Failed(e.to_string()))?;
-                        }
-                        plan::write_pretty(&path, &doc)?;
-                        println!("{summary}");
+                // Upstream prints only the summary, on stdout; the document itself is written
+                // only with --out (outcomes.py `main`).
+                if let Some(path) = out_file {
+                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(parent)
+                            .map_err(|e| LedgerError::Failed(e.to_string()))?;
                     }
-                    None => {
-                        println!("{}", pretty(&doc)?);
-                        eprintln!("{summary}");
-                    }
+                    plan::write_pretty(&path, &doc)?;
                 }
+                println!("{summary}");
                 Ok(ExitCode::SUCCESS)
             }
             OutcomesCommand::Review { state, finding } => {

@@ -230,10 +230,10 @@ pub fn check_settlement(
     Ok(())
 }
 
-/// Pending impact per limit: authorized adaptations' positive declared impact by unit, minus
-/// reservations settled `released`.
+/// Pending impact per limit: authorized adaptations' positive declared impact by unit (upstream
+/// `scheduler.envelope_status`, which the report composes; released settlements are not
+/// subtracted there).
 fn pending_by_limit(contract: &Value, events: &[Value]) -> BTreeMap<String, f64> {
-    let settled = settlements(events);
     let mut pending: BTreeMap<String, f64> = limits(contract)
         .iter()
         .filter_map(|l| str_field(l, "id"))
@@ -246,10 +246,6 @@ fn pending_by_limit(contract: &Value, events: &[Value]) -> BTreeMap<String, f64>
         let Some(impact) = e.get("resource_impact") else { continue };
         let declared = impact.get("declared").and_then(Value::as_f64).unwrap_or(0.0);
         if declared <= 0.0 {
-            continue;
-        }
-        let key = format!("seq-{}", seq_of(e));
-        if settled.get(&key).and_then(|v| v.last()).is_some_and(|(d, _)| d == "released") {
             continue;
         }
         for l in limits(contract) {
@@ -273,19 +269,27 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
         let lid = str_field(limit, "id").unwrap_or("");
         let unit = str_field(limit, "unit").unwrap_or("");
         let value = limit.get("limit").and_then(Value::as_f64);
-        let reserve = limit.get("reserve").and_then(Value::as_f64).unwrap_or(0.0);
+        // Upstream `limit.get('reserve') or 0`: a missing, null or zero reserve is the int 0.
+        let reserve_v = limit
+            .get("reserve")
+            .filter(|r| crate::py::truthy(Some(r)))
+            .cloned()
+            .unwrap_or_else(|| 0i64.into());
+        let reserve = reserve_v.as_f64().unwrap_or(0.0);
         let (source, cap) = family_of(unit);
-        let samples = |trust: &str| {
+        let samples = |observed: bool| {
             events.iter().rev().find(|e| {
                 type_is(e, "resource_sample")
                     && str_field(e, "limit_id") == Some(lid)
-                    && str_field(e, "trust") == Some(trust)
+                    && (str_field(e, "trust") == Some("observed")) == observed
             })
         };
-        let observed = samples("observed").and_then(|e| e.get("value")).and_then(Value::as_f64);
-        let asserted =
-            samples("asserted").and_then(|e| e.get("value")).cloned().unwrap_or(Value::Null);
+        // Upstream: the latest observed sample is metered; every other trust is advisory.
+        let observed_v = samples(true).and_then(|e| e.get("value")).filter(|v| !v.is_null());
+        let observed = observed_v.and_then(Value::as_f64);
+        let asserted = samples(false).and_then(|e| e.get("value")).cloned().unwrap_or(Value::Null);
         let mut spent = None;
+        let mut spent_v = Value::Null;
         let mode = if str_field(limit, "enforcement") == Some("advisory") {
             "advisory (declared advisory)".to_owned()
         } else if source.is_none() {
@@ -295,21 +299,29 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
             )
         } else if source == Some("journal") {
             spent = journal_spent(unit, events);
+            spent_v = spent.map_or(Value::Null, float);
             "enforced (journal-computed counter)".to_owned()
         } else if !cap.is_some_and(|c| caps.get(c).copied().unwrap_or(false)) {
             format!(
                 "advisory (host cannot meter: no {} capability — enforcement parity is never claimed)",
                 cap.unwrap_or("")
             )
-        } else if observed.is_none() {
+        } else if observed_v.is_none() {
             "enforced-pending-only (unmetered spend: a missing counter is not free usage)"
                 .to_owned()
         } else {
-            spent = observed;
+            spent = Some(observed.unwrap_or(0.0));
+            spent_v = observed_v.cloned().unwrap_or(Value::Null);
             "enforced (observed meter sample)".to_owned()
         };
         let p = pending.get(lid).copied().unwrap_or(0.0);
         let ceiling = value.map(|v| v - reserve);
+        // Python arithmetic: int - int stays an int, anything else is a float.
+        let ceiling_v = match (limit.get("limit").and_then(Value::as_i64), reserve_v.as_i64()) {
+            (Some(l), Some(r)) => l.checked_sub(r).map_or(Value::Null, Value::from),
+            _ => ceiling.map_or(Value::Null, float),
+        };
+        let py = |v: &Value| crate::py::str_of(v);
         let over =
             mode.starts_with("enforced") && ceiling.is_some_and(|c| spent.unwrap_or(0.0) + p > c);
         if over && refusal.is_null() {
@@ -320,11 +332,11 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
                     format!(
                         "enforced limit {} over its dispatchable ceiling: spent {} + pending {} > {} (limit {} - reserve {}){}",
                         repr_str(lid),
-                        spent.unwrap_or(0.0),
-                        p,
-                        ceiling.unwrap_or(0.0),
-                        value.unwrap_or(0.0),
-                        reserve,
+                        if spent_v.is_null() { "0.0".to_owned() } else { py(&spent_v) },
+                        py(&float(p)),
+                        py(&ceiling_v),
+                        limit.get("limit").map_or_else(|| "None".to_owned(), py),
+                        py(&reserve_v),
                         if spent.is_some() { "" } else { " [unmetered spend: pending-side enforcement only]" }
                     )
                     .into(),
@@ -342,9 +354,9 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
             ("effective_mode", mode.into()),
             ("counter_source", source.map_or(Value::Null, Value::from)),
             ("limit", limit.get("limit").cloned().unwrap_or(Value::Null)),
-            ("reserve", limit.get("reserve").cloned().unwrap_or_else(|| 0i64.into())),
-            ("dispatch_ceiling", ceiling.map_or(Value::Null, float)),
-            ("spent", spent.map_or(Value::Null, float)),
+            ("reserve", reserve_v.clone()),
+            ("dispatch_ceiling", ceiling_v),
+            ("spent", spent_v),
             (
                 "spent_source",
                 if source == Some("journal") { "journal" } else { "host meter" }.into(),

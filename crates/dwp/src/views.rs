@@ -4,7 +4,7 @@
 use canonical_json::Value;
 
 use crate::projection::{PROVENANCE_TYPES, seq_of};
-use crate::py::str_of;
+use crate::py::{str_of, str_opt, truthy};
 use crate::validate::EVIDENCE_TYPES;
 
 /// Every view, in `--all` order.
@@ -13,9 +13,9 @@ pub const VIEWS: [&str; 4] = ["tasks", "evidence", "audit", "completion"];
 pub const DEFAULT_VIEWS: [&str; 3] = ["tasks", "evidence", "audit"];
 /// The prefix every machine-rendered view starts with.
 pub const MARKER_PREFIX: &str = "<!-- dwp-view:";
-/// The audit view's line when nothing was refused.
-pub const NO_REFUSALS: &str = "No refusals recorded — this records that nothing was proposed, \
-    not that nothing would have been refused.";
+/// The audit view's line when nothing was refused (upstream wording, in Markdown italics).
+pub const NO_REFUSALS: &str = "_No refusals recorded — this records that nothing was proposed, \
+    not that nothing would have been refused._";
 
 const DASH: &str = "—";
 
@@ -55,10 +55,28 @@ pub fn recorded_digest<'a>(events: &'a [Value], name: &str) -> Option<&'a str> {
         .find_map(|e| e.get("digests").and_then(|d| d.get(name)).and_then(Value::as_str))
 }
 
-fn cell(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => DASH.to_owned(),
-        Some(v) => str_of(v).replace('|', "\\|").replace('\n', " "),
+/// Python `'%s' % d.get(key)`: `None` when absent.
+fn get(v: &Value, key: &str) -> String {
+    str_opt(v.get(key))
+}
+
+/// Python `'%s' % d.get(key, default)`: the default only when the key is absent.
+fn get_or(v: &Value, key: &str, default: &str) -> String {
+    v.get(key).map_or_else(|| default.to_owned(), str_of)
+}
+
+/// Python `'%s' % (d.get(key) or '—')`.
+fn or_dash(v: &Value, key: &str) -> String {
+    let x = v.get(key);
+    if truthy(x) { x.map(str_of).unwrap_or_default() } else { DASH.to_owned() }
+}
+
+/// Upstream `_md`: `str(text or '')` with `|` escaped and newlines flattened.
+fn md(v: Option<&Value>) -> String {
+    if truthy(v) {
+        v.map(str_of).unwrap_or_default().replace('|', "\\|").replace('\n', " ")
+    } else {
+        String::new()
     }
 }
 
@@ -67,28 +85,33 @@ fn table(out: &mut Vec<String>, header: &[&str]) {
     out.push(format!("|{}", "---|".repeat(header.len())));
 }
 
-/// The body of one view (without the marker); `None` for an unknown view name.
+/// The body of one view (without the marker); `None` for an unknown view name. The text is
+/// upstream `views.render_view`'s byte for byte (headings, cells, footers).
 pub fn render_view(name: &str, events: &[Value], snapshot: &Value) -> Option<String> {
     let mut lines: Vec<String> = Vec::new();
     let tasks = snapshot.get("tasks").and_then(Value::as_array).unwrap_or(&[]);
     match name {
         "tasks" => {
-            lines.extend(["# Tasks".to_owned(), String::new()]);
+            lines.extend(["# Task table".to_owned(), String::new()]);
             table(&mut lines, &["Task", "Title", "Status", "Started at"]);
             for t in tasks {
                 lines.push(format!(
                     "| {} | {} | {} | {} |",
-                    cell(t.get("id")),
-                    cell(t.get("title")),
-                    cell(t.get("status")),
-                    cell(t.get("started_seq"))
+                    get(t, "id"),
+                    md(t.get("title")),
+                    get(t, "status"),
+                    or_dash(t, "started_seq")
                 ));
             }
+            lines.extend([
+                String::new(),
+                "_Pure projection of the snapshot; statuses are derived, never narrated._"
+                    .to_owned(),
+            ]);
         }
         "evidence" => {
-            lines.extend(["# Evidence".to_owned(), String::new()]);
+            lines.extend(["# Evidence index".to_owned(), String::new()]);
             table(&mut lines, &["Seq", "Type", "Trust", "Subject", "Exit", "Pointer"]);
-            let before = lines.len();
             for e in events {
                 if !e
                     .get("type")
@@ -97,25 +120,31 @@ pub fn render_view(name: &str, events: &[Value], snapshot: &Value) -> Option<Str
                 {
                     continue;
                 }
-                let subject = e
-                    .get("criterion")
-                    .filter(|v| crate::py::truthy(Some(v)))
-                    .or_else(|| e.get("limit_id").filter(|v| crate::py::truthy(Some(v))))
+                let subject = [e.get("criterion"), e.get("limit_id")]
+                    .into_iter()
+                    .find(|v| truthy(*v))
+                    .flatten()
                     .map(str_of)
                     .unwrap_or_default();
                 lines.push(format!(
                     "| {} | {} | {} | {} | {} | {} |",
-                    cell(e.get("seq")),
-                    cell(e.get("type")),
-                    cell(e.get("trust")),
-                    subject.replace('|', "\\|"),
-                    cell(e.get("exit_code")),
-                    cell(e.get("evidence_path"))
+                    get(e, "seq"),
+                    get(e, "type"),
+                    get_or(e, "trust", DASH),
+                    subject,
+                    get_or(e, "exit_code", DASH),
+                    get_or(e, "evidence_path", DASH)
                 ));
             }
-            if lines.len() == before {
+            if lines.len() == 4 {
                 lines.push(format!("|{}", format!(" {DASH} |").repeat(6)));
             }
+            lines.extend([
+                String::new(),
+                "_Every evidence item with its trust label; a checksum proves byte identity, \
+                 not the truth of a claim._"
+                    .to_owned(),
+            ]);
         }
         "audit" => {
             let of = |t: &str| -> Vec<&Value> {
@@ -123,15 +152,15 @@ pub fn render_view(name: &str, events: &[Value], snapshot: &Value) -> Option<Str
             };
             let refusals = of("refusal");
             let interventions = of("intervention");
-            lines.extend(["# Audit".to_owned(), String::new()]);
+            lines.extend(["# Refusals and interventions".to_owned(), String::new()]);
             lines.extend([format!("## Refusals ({})", refusals.len()), String::new()]);
             for e in &refusals {
                 lines.push(format!(
                     "- seq {} — {} at {}: {}",
-                    cell(e.get("seq")),
-                    cell(e.get("subject")),
-                    cell(e.get("stage")),
-                    cell(e.get("reason"))
+                    get(e, "seq"),
+                    get(e, "subject"),
+                    get(e, "stage"),
+                    get(e, "reason")
                 ));
             }
             if refusals.is_empty() {
@@ -142,42 +171,49 @@ pub fn render_view(name: &str, events: &[Value], snapshot: &Value) -> Option<Str
             for e in &interventions {
                 lines.push(format!(
                     "- seq {} — {}: {} — question: {}",
-                    cell(e.get("seq")),
-                    cell(e.get("category")),
-                    cell(e.get("description")),
-                    cell(e.get("question"))
+                    get(e, "seq"),
+                    get(e, "category"),
+                    get(e, "description"),
+                    get(e, "question")
                 ));
             }
             if interventions.is_empty() {
-                lines.push("No interventions recorded.".to_owned());
+                lines.push("_No interventions recorded._".to_owned());
             }
         }
         "completion" => {
-            lines.extend(["# Completion".to_owned(), String::new()]);
+            lines.extend(["# Completion profile".to_owned(), String::new()]);
             table(&mut lines, &["Task", "Criterion", "Satisfied", "Mechanism", "Pointer"]);
             for t in tasks {
                 for c in t.get("criteria").and_then(Value::as_array).unwrap_or(&[]) {
-                    let done = c.get("satisfied").and_then(Value::as_bool) == Some(true);
+                    let done = truthy(c.get("satisfied"));
                     let (mech, pointer) = if done {
                         (
                             format!(
                                 "evidence (seq {}, trust {})",
-                                cell(c.get("via_seq")),
-                                cell(c.get("trust"))
+                                get(c, "via_seq"),
+                                get(c, "trust")
                             ),
-                            cell(c.get("evidence_path")),
+                            or_dash(c, "evidence_path"),
                         )
                     } else {
                         ("open".to_owned(), DASH.to_owned())
                     };
                     lines.push(format!(
                         "| {} | {} | {} | {mech} | {pointer} |",
-                        cell(t.get("id")),
-                        cell(c.get("criterion")),
+                        get(t, "id"),
+                        get(c, "criterion"),
                         if done { "yes" } else { "no" }
                     ));
                 }
             }
+            lines.extend([
+                String::new(),
+                "_Per criterion: the closing mechanism — the evidence item with its trust label \
+                 — never a bare claim (A4). Reconciled-authority closures are v6.0 amendments \
+                 until lifecycle wiring renders them here._"
+                    .to_owned(),
+            ]);
         }
         _ => return None,
     }

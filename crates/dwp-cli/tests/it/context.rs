@@ -91,8 +91,18 @@ fn resume_recovers_in_order_and_never_reuses_stale_evidence() {
         0,
         "RE-RUN: T-one AC-pass (evidence seq 3 was recorded under another fingerprint - invalidated, never reused)",
     );
-    // A human-edited view is kept and the reconciliation recorded under the authority.
+    // Unlike `dwp views render` (upstream: a stale marker-carrying view needs a reconcile
+    // mode), resume refreshes a stale view whose bytes are the last recorded render.
     let tasks = plan.join("views/tasks.md");
+    let before = std::fs::read_to_string(&tasks).unwrap();
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    let recons = |s: &Scratch| s.types().iter().filter(|t| *t == "reconciliation").count();
+    let out = crate::dwp(&["resume", "--plan", p, "--authority", "lead"]);
+    expect(&out, 0, "render: tasks, evidence, audit\n");
+    assert_ne!(std::fs::read_to_string(&tasks).unwrap(), before);
+    assert_eq!(recons(&s), 0);
+    assert!(!plan.join("views/tasks.generated.md").exists());
+    // A human-edited view is kept and the reconciliation recorded under the authority.
     let mut edited = std::fs::read_to_string(&tasks).unwrap();
     edited.push_str("note\n");
     std::fs::write(&tasks, &edited).unwrap();

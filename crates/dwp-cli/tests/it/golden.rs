@@ -63,7 +63,7 @@ pub(crate) struct Normaliser {
 }
 
 impl Normaliser {
-    fn for_scratch(s: &Scratch) -> Normaliser {
+    pub(crate) fn for_scratch(s: &Scratch) -> Normaliser {
         let mut pairs = Vec::new();
         let (head, _) = dwp_ledger_git_head(&s.root);
         if head.len() == 40 {

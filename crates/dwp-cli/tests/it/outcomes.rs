@@ -289,14 +289,19 @@ fn closure_mechanisms_reviews_and_the_receipt() {
 
     // The receipt: read-only, deterministic, self-digesting.
     let before = crate::support::tree(&s.plan());
+    // Upstream prints only the summary line (stdout); the document goes to --out.
     let out = outcomes(&s, &["receipt", "--evaluator", "fresh"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
-        text(&out.stderr).starts_with("OK: receipt stdout (2/3 satisfied, 1 blocked) sha256 "),
+        text(&out.stdout).starts_with("OK: receipt stdout (2/3 satisfied, 1 blocked) sha256 "),
         "{}",
-        text(&out.stderr)
+        text(&out.stdout)
     );
-    let doc = canonical_json::parse(&out.stdout).unwrap();
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let fresh = s.contract_file().with_file_name("r/receipt-fresh.json");
+    let out = outcomes(&s, &["receipt", "--evaluator", "fresh", "--out", fresh.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc = canonical_json::parse(&std::fs::read(&fresh).unwrap()).unwrap();
     assert_eq!(doc.pointer("/evaluator/used").and_then(Value::as_str), Some("local"));
     assert!(
         doc.pointer("/evaluator/fallback")
@@ -325,8 +330,10 @@ fn closure_mechanisms_reviews_and_the_receipt() {
     .unwrap();
     assert_eq!(sha, canonical_json::digest::sha256_hex(&body));
     assert_eq!(crate::support::tree(&s.plan()), before, "the receipt writes nothing");
-    let again = outcomes(&s, &["receipt", "--evaluator", "fresh"]);
+    let again =
+        outcomes(&s, &["receipt", "--evaluator", "fresh", "--out", fresh.to_str().unwrap()]);
     assert_eq!(again.stdout, out.stdout);
+    assert_eq!(canonical_json::parse(&std::fs::read(&fresh).unwrap()).unwrap(), doc);
     let file = s.contract_file().with_file_name("r/receipt.json");
     let out = outcomes(&s, &["receipt", "--out", file.to_str().unwrap()]);
     expect(&out, 0, "OK: receipt ");
