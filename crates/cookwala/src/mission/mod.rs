@@ -18,9 +18,9 @@ use crate::keys::KeySet;
 use crate::signature::{Reason, truthy, verify_inner};
 
 pub use sequencer::{
-    EventDraft, EventStore, LogMode, MemoryEventStore, MemoryPayloadStore, PayloadCheck,
-    PayloadStore, Sequencer, SequencerConfig, SequencerError, StoreError, check_payload, cosign,
-    payload_digest,
+    EVENT_TYPES, EventDraft, EventStore, LogMode, MemoryEventStore, MemoryPayloadStore,
+    PayloadCheck, PayloadStore, Sequencer, SequencerConfig, SequencerError, StoreError,
+    check_payload, cosign, payload_digest,
 };
 
 /// The top-level fields an event hash leaves out.

@@ -499,22 +499,26 @@ fn goldens_match_upstream_when_the_pack_is_at_hand() {
     if !pack.join("shared/ledger.py").is_file() {
         return;
     }
-    let produced = run_scenario(Tool::Upstream(&pack));
-    let dir = golden_dir();
+    regen_or_check(&golden_dir(), &run_scenario(Tool::Upstream(&pack)));
+}
+
+/// With `DWP_GOLDEN_REGEN`, rewrites the goldens in `dir` from what upstream `produced`;
+/// otherwise asserts upstream still produces them. Shared by every golden folder.
+pub(crate) fn regen_or_check(dir: &Path, produced: &[(String, String)]) {
     if std::env::var_os("DWP_GOLDEN_REGEN").is_some() {
-        std::fs::create_dir_all(&dir).unwrap();
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        std::fs::create_dir_all(dir).unwrap();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if !["regen.sh", "README.md", "UPSTREAM_COMMIT"].contains(&name.as_str()) {
                 std::fs::remove_file(e.path()).unwrap();
             }
         }
-        for (name, body) in &produced {
+        for (name, body) in produced {
             std::fs::write(dir.join(name), body).unwrap();
         }
         return;
     }
-    for (name, body) in &produced {
+    for (name, body) in produced {
         let golden = std::fs::read_to_string(dir.join(name)).unwrap();
         assert_eq!(&golden, body, "upstream no longer produces golden {name}; run regen.sh");
     }
