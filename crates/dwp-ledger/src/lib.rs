@@ -574,7 +574,8 @@ impl Writer {
         let path = writer.plan.journal_path();
         let mut damage = None;
         if path.exists() {
-            let (journal, report) = open_journal(&path, &OpenOptions::new())?;
+            let (journal, report) =
+                Journal::open(&path, &OpenOptions::new()).map_err(journal_err)?;
             if load == Load::Tail {
                 // The crate's scan has checked (and repaired) every line: a plain append needs
                 // only the last event's seq, read from the end of the file.
@@ -725,7 +726,8 @@ impl Writer {
         let line = canonical_json::to_python_compact(&event).map_err(|e| fail(e.to_string()))?;
         if self.journal.is_none() {
             let (journal, _) =
-                open_journal(&self.plan.journal_path(), &OpenOptions::new().create(true))?;
+                Journal::open(self.plan.journal_path(), &OpenOptions::new().create(true))
+                    .map_err(journal_err)?;
             self.journal = Some(journal);
         }
         if let Some(journal) = self.journal.as_mut() {
@@ -1556,22 +1558,6 @@ impl Drop for Writer {
         drop(self.journal.take());
         if let Some(lock) = self.lock.take() {
             let _ = lock.release();
-        }
-    }
-}
-
-/// Opens the journal while holding the plan lock. The file's own exclusive lock can still be
-/// held for a moment by the previous lock holder's process as it exits, so a busy file lock is
-/// retried for up to two seconds before it is reported; mutual exclusion is unchanged.
-fn open_journal(path: &Path, options: &OpenOptions) -> Result<(Journal, journal::ScanReport)> {
-    let mut attempts = 0;
-    loop {
-        match Journal::open(path, options) {
-            Err(journal::Error::Locked { .. }) if attempts < 200 => {
-                attempts += 1;
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            other => return other.map_err(journal_err),
         }
     }
 }

@@ -27,11 +27,25 @@ pub struct OpenOptions {
     create: bool,
     durability: Durability,
     validator: Validator,
+    lock_wait: std::time::Duration,
 }
+
+/// How long [`Journal::open`] waits for the file lock by default.
+///
+/// A lock can outlive its writer for a moment: a process that forks (to run any child program)
+/// shares its open files with the child until the child execs, so a journal its parent has
+/// already closed can still be locked for that instant. Waiting briefly absorbs that; a writer
+/// that really holds the journal still gets [`Error::Locked`].
+pub const DEFAULT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Default for OpenOptions {
     fn default() -> Self {
-        Self { create: false, durability: Durability::default(), validator: scan::json_line }
+        Self {
+            create: false,
+            durability: Durability::default(),
+            validator: scan::json_line,
+            lock_wait: DEFAULT_LOCK_WAIT,
+        }
     }
 }
 
@@ -60,6 +74,14 @@ impl OpenOptions {
     #[must_use]
     pub fn validator(mut self, validator: Validator) -> Self {
         self.validator = validator;
+        self
+    }
+
+    /// How long to retry a busy file lock before failing with [`Error::Locked`]
+    /// (default [`DEFAULT_LOCK_WAIT`]; zero fails at once).
+    #[must_use]
+    pub fn lock_wait(mut self, wait: std::time::Duration) -> Self {
+        self.lock_wait = wait;
         self
     }
 }
@@ -109,10 +131,16 @@ impl Journal {
             .create(options.create)
             .open(&path)
             .at(&path)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(Error::Locked { path }),
-            Err(TryLockError::Error(source)) => return Err(Error::io(path, source)),
+        let deadline = std::time::Instant::now() + options.lock_wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(TryLockError::WouldBlock) => return Err(Error::Locked { path }),
+                Err(TryLockError::Error(source)) => return Err(Error::io(path, source)),
+            }
         }
         let report =
             scan::scan_reader(BufReader::new(&file), options.validator, |_, _| {}).at(&path)?;

@@ -81,7 +81,7 @@ mod time;
 
 pub use atomic::atomic_replace;
 pub use error::Error;
-pub use journal::{Durability, Journal, OpenOptions};
+pub use journal::{DEFAULT_LOCK_WAIT, Durability, Journal, OpenOptions};
 pub use scan::{
     CAUSE_MISSING_NEWLINE, CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport,
     TornCause, Validator, json_line, read_records, scan,

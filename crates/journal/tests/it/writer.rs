@@ -126,7 +126,8 @@ fn second_writer_is_refused_while_the_first_holds_the_lock() {
     let (_dir, path) = journal_path();
     let (mut first, _) = open(&path);
     first.append(b"{\"who\":\"first\"}").unwrap();
-    let error = Journal::open(&path, &OpenOptions::new()).unwrap_err();
+    let quick = OpenOptions::new().lock_wait(std::time::Duration::from_millis(50));
+    let error = Journal::open(&path, &quick).unwrap_err();
     assert!(matches!(&error, Error::Locked { path: locked } if *locked == path), "{error}");
     assert_eq!(
         error.to_string(),
@@ -198,4 +199,19 @@ fn batched_durability_keeps_everything_after_sync() {
     assert_eq!((report.records, report.damage), (202, None));
     let records = journal.read_records().unwrap();
     assert_eq!(records[201].line, b"{\"n\":201}");
+}
+
+#[test]
+fn a_lock_released_while_waiting_is_taken() {
+    let (_dir, path) = journal_path();
+    let (first, _) = open(&path);
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(first);
+    });
+    // The default wait (2 s) outlasts the holder, as it outlasts a forked child's copy of a
+    // closed journal's descriptor.
+    let (second, _) = Journal::open(&path, &OpenOptions::new()).unwrap();
+    releaser.join().unwrap();
+    drop(second);
 }
