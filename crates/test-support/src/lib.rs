@@ -69,6 +69,7 @@ pub fn read(path: &Path) -> String {
 /// # Panics
 /// Under CI when the bundle is missing.
 pub fn samples_bundle() -> Option<PathBuf> {
+    ensure_ext();
     let path = std::env::var_os("COOKWALA_SAMPLES_BUNDLE")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target/ext/cookwala_samples/data/bundle.json"));
@@ -80,4 +81,24 @@ pub fn samples_bundle() -> Option<PathBuf> {
     }
     eprintln!("notice: {} not found (run .ci/fetch-ext); skipping", path.display());
     None
+}
+
+/// Runs `.ci/fetch-ext` once per test process, so `cargo test` on a fresh clone fetches the
+/// external test data (PyPI: the upstream sample package, Python `jsonschema`) by itself. The
+/// script is idempotent and serialises concurrent runs with a lock; a failure (no network) is
+/// reported by the tests that need the data.
+pub fn ensure_ext() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let script = workspace_root().join(".ci/fetch-ext");
+        match Command::new("bash").arg(&script).output() {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => eprintln!(
+                "notice: {} failed: {}",
+                script.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Err(e) => eprintln!("notice: cannot run {}: {e}", script.display()),
+        }
+    });
 }

@@ -116,6 +116,7 @@ fn examples_and_vector_documents_validate_like_the_schemas() {
         }
     }
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/schema_oracle.py");
+    test_support::ensure_ext();
     let ready = Command::new("python3").args(["-c", "import jsonschema, referencing"]).status();
     if !ready.is_ok_and(|s| s.success()) {
         // .ci/fetch-ext installs it; under CI the comparison must not be skipped.
