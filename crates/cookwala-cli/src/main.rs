@@ -93,12 +93,23 @@ enum Command {
         /// Bearer token for non-open endpoints
         #[arg(long)]
         token: Option<String>,
-        /// Built-in device served at the root
+        /// Device served at the root: a device id (built-in or loaded with --devices /
+        /// --bundle) or a capabilities JSON file
         #[arg(long, default_value = cookwala_sim::builtin::DEFAULT_DEVICE)]
         device: String,
         /// Serve this OpenAPI file at /openapi.yaml instead of the hub's own description
         #[arg(long)]
         spec: Option<PathBuf>,
+        /// Load the recipes and devices of an upstream samples bundle.json (devices are named
+        /// by their bundle key, e.g. demo-hob-robot)
+        #[arg(long, value_name = "FILE")]
+        bundle: Option<PathBuf>,
+        /// Load every *.json file in DIR as a recipe (next to the built-in ones); repeatable
+        #[arg(long, value_name = "DIR")]
+        recipes: Vec<PathBuf>,
+        /// Load every *.json file in DIR as device capabilities, named by file stem; repeatable
+        #[arg(long, value_name = "DIR")]
+        devices: Vec<PathBuf>,
     },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
@@ -649,7 +660,7 @@ fn run(cli: Cli) -> Result<bool> {
                 json,
             })
         }
-        Command::Serve { addr, data, speed, token, device, spec } => {
+        Command::Serve { addr, data, speed, token, device, spec, bundle, recipes, devices } => {
             commands::serve::run(commands::serve::ServeArgs {
                 addr,
                 data,
@@ -657,6 +668,9 @@ fn run(cli: Cli) -> Result<bool> {
                 token,
                 device,
                 spec,
+                bundle,
+                recipes,
+                devices,
             })
         }
         Command::Canon { file } => canon::canon(&file).map(|()| true),

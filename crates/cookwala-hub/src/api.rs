@@ -270,8 +270,12 @@ async fn start(
         ));
     }
     // 4.–9. prechecks (recipe, hash, recall, mandate, allergens, busy), then the dry run.
-    let recipe_id = cookwala::precheck::ref_id(recipe_ref).to_owned();
-    let recipe = cookwala_sim::builtin::recipe(&recipe_id);
+    let catalog = &hub.inner.config.catalog;
+    let recipe_id = catalog
+        .recipe_id(recipe_ref)
+        .unwrap_or_else(|| cookwala::precheck::ref_id(recipe_ref))
+        .to_owned();
+    let recipe = catalog.recipe(&recipe_id).cloned();
     let now_ms = crate::unix_ms();
     let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
@@ -287,7 +291,7 @@ async fn start(
     .map_err(ApiError::bad_request)?;
     let run = RunConfig {
         recipe: recipe_id.clone(),
-        device: hub.inner.config.device_id.clone(),
+        device: hub.inner.device_id.clone(),
         human_present,
         seed: seed_for(&id),
         start_unix_ms: now_ms,

@@ -7,14 +7,17 @@ use canonical_json::{Map, Value};
 use cookwala_sim::{SimConfig, Simulation};
 use tokio::sync::Mutex;
 
+use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::storage::{ExecutionRecord, StatusUpdate, Storage, StorageError};
 
 /// How the hub runs.
 #[derive(Clone, Debug)]
 pub struct HubConfig {
-    /// The built-in device served at the root.
+    /// The device served at the root: an id or alias in [`HubConfig::catalog`].
     pub device_id: String,
+    /// The recipes and devices the hub knows (default: the built-in ones).
+    pub catalog: Catalog,
     /// Simulated milliseconds per real millisecond (0 = the clock only moves through
     /// [`Hub::advance`]).
     pub speed: f64,
@@ -28,6 +31,7 @@ impl Default for HubConfig {
     fn default() -> HubConfig {
         HubConfig {
             device_id: cookwala_sim::builtin::DEFAULT_DEVICE.to_owned(),
+            catalog: Catalog::builtin(),
             speed: 60.0,
             token: None,
             spec: None,
@@ -42,7 +46,7 @@ pub enum HubError {
     /// The storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
-    /// The device id is not a built-in device.
+    /// The device id is not in the catalog.
     #[error("unknown device {0}")]
     UnknownDevice(String),
     /// A blocking task failed.
@@ -82,9 +86,9 @@ impl RunConfig {
         })
     }
 
-    pub(crate) fn sim_config(&self, id: &str) -> Option<SimConfig> {
-        let recipe = cookwala_sim::builtin::recipe(&self.recipe)?;
-        let device = cookwala_sim::builtin::device(&self.device)?;
+    pub(crate) fn sim_config(&self, id: &str, catalog: &Catalog) -> Option<SimConfig> {
+        let recipe = catalog.recipe(&self.recipe)?.clone();
+        let device = catalog.device(&self.device)?.clone();
         let mut config = SimConfig::new(recipe, device);
         config.human_present = self.human_present;
         config.seed = self.seed;
@@ -105,6 +109,8 @@ pub struct Hub {
 pub(crate) struct Inner {
     pub storage: Arc<dyn Storage>,
     pub config: HubConfig,
+    /// The canonical id of the device served at the root.
+    pub device_id: String,
     pub device: Value,
     /// Executions that are not final, by id. Every mutation of a simulation happens under
     /// this lock and is persisted before the lock is released, so whatever a client can see
@@ -124,14 +130,24 @@ impl Hub {
     /// # Errors
     /// The device is unknown, or the storage fails.
     pub async fn open(storage: Arc<dyn Storage>, config: HubConfig) -> Result<Hub, HubError> {
-        let device = cookwala_sim::builtin::device(&config.device_id)
+        let device_id = config
+            .catalog
+            .device_id(&config.device_id)
+            .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?
+            .to_owned();
+        let device = config
+            .catalog
+            .device(&device_id)
+            .cloned()
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
         let s = storage.clone();
-        let recovered = tokio::task::spawn_blocking(move || recover(&*s)).await??;
+        let catalog = config.catalog.clone();
+        let recovered = tokio::task::spawn_blocking(move || recover(&*s, &catalog)).await??;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
                 config,
+                device_id,
                 device,
                 live: Mutex::new(BTreeMap::new()),
                 recovered,
@@ -248,13 +264,13 @@ pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
 /// Ends every unfinished execution safely. A simulated device loses its state with the
 /// process, so its heaters are off; the execution goes to `stopped` through `stopping` where
 /// the state table requires it, `seq` moves on, and the log says `aborted_safe`.
-fn recover(s: &dyn Storage) -> Result<Vec<String>, StorageError> {
+fn recover(s: &dyn Storage, catalog: &Catalog) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
     let now = crate::unix_ms();
     let stamp = cookwala_sim::rfc3339_ms(now);
     for rec in s.unfinished()? {
         let (status, seq) = recovered_status(&rec, &stamp);
-        let log = recovered_log(&rec, &stamp, now).map(|l| jcs_text(&l));
+        let log = recovered_log(&rec, &stamp, now, catalog).map(|l| jcs_text(&l));
         let update = StatusUpdate {
             id: rec.id.clone(),
             status: jcs_text(&status),
@@ -291,9 +307,14 @@ fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
     (status, seq)
 }
 
-fn recovered_log(rec: &ExecutionRecord, stamp: &str, now_ms: i64) -> Option<Value> {
+fn recovered_log(
+    rec: &ExecutionRecord,
+    stamp: &str,
+    now_ms: i64,
+    catalog: &Catalog,
+) -> Option<Value> {
     let run = RunConfig::from_text(&rec.config)?;
-    let config = run.sim_config(&rec.id)?;
+    let config = run.sim_config(&rec.id, catalog)?;
     let mut sim = Simulation::new(config).ok()?;
     sim.stop("hub restart");
     let mut log = sim.log()?;

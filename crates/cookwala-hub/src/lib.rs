@@ -10,6 +10,7 @@
 //! lets a retried POST get the original answer.
 
 mod api;
+pub mod catalog;
 pub mod error;
 mod hub;
 pub mod privacy;
@@ -17,6 +18,7 @@ pub mod storage;
 mod tools;
 
 pub use api::{COOKWALA_JSON, app};
+pub use catalog::{Catalog, CatalogError};
 pub use error::ApiError;
 pub use hub::{Hub, HubConfig, HubError};
 

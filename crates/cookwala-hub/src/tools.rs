@@ -23,8 +23,7 @@ pub(crate) fn routes() -> Router<Hub> {
 
 async fn recipes(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    let mut ids: Vec<&str> = cookwala_sim::builtin::RECIPES.iter().map(|e| e.id).collect();
-    ids.sort_unstable();
+    let ids = hub.inner.config.catalog.recipe_ids();
     let mut m = Map::new();
     m.insert("recipes".into(), Value::Array(ids.into_iter().map(Value::from).collect()));
     Ok(doc_response(StatusCode::OK, &Value::Object(m)))
@@ -36,7 +35,12 @@ async fn recipe(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    let doc = cookwala_sim::builtin::recipe(&id)
+    let doc = hub
+        .inner
+        .config
+        .catalog
+        .recipe(&id)
+        .cloned()
         .ok_or_else(|| ApiError::not_found(format!("no recipe {id}")))?;
     Ok(doc_response(StatusCode::OK, &doc))
 }
@@ -52,15 +56,22 @@ async fn dryrun(
     let args = parse_object(&headers, &body)?;
     let recipe = match args.get("recipe") {
         Some(Value::Object(_)) => args.get("recipe").cloned(),
-        Some(Value::String(id)) => cookwala_sim::builtin::recipe(cookwala::precheck::ref_id(id)),
+        Some(Value::String(id)) => hub.inner.config.catalog.recipe(id).cloned(),
         _ => None,
     }
-    .ok_or_else(|| ApiError::bad_request("recipe must be a Recipe document or a built-in id"))?;
+    .ok_or_else(|| {
+        ApiError::bad_request("recipe must be a Recipe document or a known recipe id")
+    })?;
     let device = match args.get("device") {
         None | Some(Value::Null) => hub.inner.device.clone(),
         Some(d @ Value::Object(_)) => d.clone(),
-        Some(Value::String(id)) => cookwala_sim::builtin::device(id)
-            .ok_or_else(|| ApiError::bad_request(format!("no built-in device {id}")))?,
+        Some(Value::String(id)) => hub
+            .inner
+            .config
+            .catalog
+            .device(id)
+            .cloned()
+            .ok_or_else(|| ApiError::bad_request(format!("no device {id}")))?,
         Some(_) => return Err(ApiError::bad_request("device must be a Capabilities document")),
     };
     let flag = |key: &str, default: bool| match args.get(key) {

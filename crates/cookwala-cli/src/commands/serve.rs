@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use cookwala_hub::storage::SqliteStorage;
-use cookwala_hub::{Hub, HubConfig};
+use cookwala_hub::{Catalog, Hub, HubConfig};
 
 /// The environment variable the upstream sample client also reads.
 pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
@@ -27,10 +27,50 @@ pub struct ServeArgs {
     pub speed: f64,
     /// Bearer token (else the environment, else the data dir's token file).
     pub token: Option<String>,
-    /// Built-in device served at the root.
+    /// Device served at the root: a catalog id or a capabilities file.
     pub device: String,
     /// An OpenAPI file to serve at /openapi.yaml instead of the hub's own description.
     pub spec: Option<PathBuf>,
+    /// An upstream samples `bundle.json` to load recipes and devices from.
+    pub bundle: Option<PathBuf>,
+    /// Folders of recipe JSON files.
+    pub recipes: Vec<PathBuf>,
+    /// Folders of capabilities JSON files.
+    pub devices: Vec<PathBuf>,
+}
+
+/// The built-in catalog plus `--bundle`, `--recipes` and `--devices`, and the id of the root
+/// device (`--device` names a catalog device, else is read as a capabilities file).
+fn build_catalog(args: &ServeArgs) -> Result<(Catalog, String, usize, usize)> {
+    let mut catalog = Catalog::builtin();
+    let (mut n_recipes, mut n_devices) = (0, 0);
+    if let Some(b) = &args.bundle {
+        let (r, d) = catalog.load_bundle(b).context("--bundle")?;
+        n_recipes += r.len();
+        n_devices += d.len();
+    }
+    for dir in &args.recipes {
+        n_recipes += catalog.load_recipe_dir(dir).context("--recipes")?.len();
+    }
+    for dir in &args.devices {
+        n_devices += catalog.load_device_dir(dir).context("--devices")?.len();
+    }
+    let device = match catalog.device_id(&args.device) {
+        Some(id) => id.to_owned(),
+        None if Path::new(&args.device).is_file() => {
+            n_devices += 1;
+            catalog.load_device_file(Path::new(&args.device)).context("--device")?
+        }
+        None => {
+            let ids: Vec<&str> = catalog.device_ids().collect();
+            bail!(
+                "unknown device {}: neither a known device id ({}) nor a capabilities file",
+                args.device,
+                ids.join(", ")
+            );
+        }
+    };
+    Ok((catalog, device, n_recipes, n_devices))
 }
 
 /// `$XDG_DATA_HOME/cookwala`, else `~/.local/share/cookwala`.
@@ -120,10 +160,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     if !(args.speed.is_finite() && args.speed > 0.0) {
         bail!("--speed must be a positive number");
     }
-    if cookwala_sim::builtin::device(&args.device).is_none() {
-        let ids: Vec<&str> = cookwala_sim::builtin::DEVICES.iter().map(|(id, _)| *id).collect();
-        bail!("unknown device {}; built-in devices: {}", args.device, ids.join(", "));
-    }
+    let (catalog, device, n_recipes, n_devices) = build_catalog(&args)?;
     let data = match args.data {
         Some(d) => d,
         None => default_data_dir()?,
@@ -139,8 +176,13 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     let db = data.join("hub.sqlite3");
     let storage =
         Arc::new(SqliteStorage::open(&db).with_context(|| format!("opening {}", db.display()))?);
-    let config =
-        HubConfig { device_id: args.device.clone(), speed: args.speed, token: Some(token), spec };
+    let config = HubConfig {
+        device_id: device.clone(),
+        catalog,
+        speed: args.speed,
+        token: Some(token),
+        spec,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -160,10 +202,14 @@ pub fn run(args: ServeArgs) -> Result<bool> {
             Some(path) => format!("bearer token in {}", path.display()),
             None => format!("bearer token from --token / {TOKEN_ENV}"),
         };
+        let loaded = if n_recipes + n_devices > 0 {
+            format!("loaded {n_recipes} recipe(s) and {n_devices} device(s) from files\n  ")
+        } else {
+            String::new()
+        };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  device {}, simulated time x{}, data {}\n  {token_note}\n  Ctrl-C stops the server\n",
-            args.device,
+            "cookwala hub listening on http://{addr}\n  device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );

@@ -135,3 +135,94 @@ fn sigkill_mid_run_then_restart_ends_the_execution_safely() {
     second.child.kill().unwrap();
     second.child.wait().unwrap();
 }
+
+fn write_json(path: &std::path::Path, v: &canonical_json::Value) {
+    std::fs::write(path, canonical_json::to_jcs(v).unwrap()).unwrap();
+}
+
+#[test]
+fn serve_loads_a_bundle_folders_and_a_device_file() {
+    use canonical_json::{Map, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let mut soup = cookwala_sim::builtin::recipe("red-lentil-soup").unwrap();
+    soup.as_object_mut().unwrap().insert("id".into(), "bundle-soup".into());
+    let mut recipes = Map::new();
+    recipes.insert("soup".into(), soup);
+    let mut devices = Map::new();
+    devices.insert("bundle-oven".into(), cookwala_sim::builtin::device("sim-oven").unwrap());
+    let mut b = Map::new();
+    b.insert("recipes".into(), Value::Object(recipes));
+    b.insert("devices".into(), Value::Object(devices));
+    let bundle = dir.path().join("bundle.json");
+    write_json(&bundle, &Value::Object(b));
+    let rdir = dir.path().join("recipes");
+    std::fs::create_dir(&rdir).unwrap();
+    let mut stock = cookwala_sim::builtin::recipe("vegetable-stock").unwrap();
+    stock.as_object_mut().unwrap().insert("id".into(), "folder-stock".into());
+    write_json(&rdir.join("folder-stock.cookwala.json"), &stock);
+    let arm = dir.path().join("my-arm.json");
+    write_json(&arm, &cookwala_sim::builtin::device("sim-counter-arm").unwrap());
+
+    let serve = |extra: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token", "--data"])
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = serve(&[
+        "--bundle".as_ref(),
+        bundle.as_os_str(),
+        "--recipes".as_ref(),
+        rdir.as_os_str(),
+        "--device".as_ref(),
+        arm.as_os_str(),
+    ]);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let banner: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
+    assert!(banner[0].contains("device my-arm"), "{banner:?}");
+    assert!(banner[1].contains("loaded 2 recipe(s) and 2 device(s)"), "{banner:?}");
+    let caps = http(addr, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(caps.contains("cookwala-rs:sim-counter-arm"), "{caps}");
+    let list = get_authed(addr, "/v1/tools/recipes");
+    assert!(list.contains("bundle-soup") && list.contains("folder-stock"), "{list}");
+    assert!(list.contains("red-lentil-soup"), "{list}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // --device by a loaded id.
+    let mut child = serve(&[
+        "--bundle".as_ref(),
+        bundle.as_os_str(),
+        "--device".as_ref(),
+        "bundle-oven".as_ref(),
+    ]);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let caps = http(addr, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(caps.contains("cookwala-rs:sim-oven"), "{caps}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Malformed files and unknown devices: exit 1, the file named.
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "{\"recipes\":").unwrap();
+    for (flag, path) in
+        [("--bundle", &broken), ("--recipes", &dir.path().to_path_buf()), ("--devices", &rdir)]
+    {
+        let out = serve(&[flag.as_ref(), path.as_os_str()]).wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{err}");
+        assert!(err.contains(".json:"), "{err}");
+    }
+    let out = serve(&["--device".as_ref(), "no-such-device".as_ref()]).wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown device no-such-device"));
+}

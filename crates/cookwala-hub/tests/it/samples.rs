@@ -1,34 +1,45 @@
 //! The upstream sample client (`python3 -m cookwala_samples demo --hub …`) against a port-0
-//! hub. The package is unpacked in `target/ext/` by `.ci/fetch-ext`; without python3 or the
-//! package the test prints a notice and skips (it fails under CI).
+//! hub loaded with the samples' own `bundle.json` (recipes and devices), serving the bundle's
+//! `demo-hob-robot` at the root. The package is unpacked in `target/ext/` by `.ci/fetch-ext`;
+//! without python3 or the package the test prints a notice and skips (it fails under CI).
 //!
-//! What it pins today (the built-in catalog, not the samples' bundle): the client completes
-//! every call without a transport or protocol error, the tool endpoints answer in the shapes
-//! it reads, and the `lentil-note` order, which carries an injected instruction, cooks to
-//! completion while the instruction is reported as an untrusted-text finding, never obeyed.
-//! (The shakshuka and salad orders need the samples' bundle, which `--bundle` will load.)
+//! The client's offline demo (its own simulated kitchen) is the oracle: every job it sends to a
+//! hub (the fault-free ones) must end against our hub as it ends offline, job by job (outcome,
+//! refusal reason and the gate that refused, untrusted-text findings).
 
 use std::sync::Arc;
 
 use canonical_json::Value;
 use cookwala_hub::storage::SqliteStorage;
-use cookwala_hub::{Hub, HubConfig, serve};
+use cookwala_hub::{Catalog, Hub, HubConfig, serve};
 
 use crate::support::TOKEN;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_sample_demo_runs_against_the_hub() {
     let Some(python) = test_support::tool("python3") else { return };
+    test_support::ensure_ext();
     let ext = test_support::workspace_root().join("target/ext");
     if !ext.join("cookwala_samples/__main__.py").is_file() {
         assert!(!test_support::in_ci(), "CI=true but {} lacks cookwala_samples", ext.display());
         eprintln!("notice: {} lacks cookwala_samples; skipping", ext.display());
         return;
     }
+    let mut catalog = Catalog::builtin();
+    let (recipes, devices) =
+        catalog.load_bundle(&ext.join("cookwala_samples/data/bundle.json")).unwrap();
+    assert_eq!(recipes.len(), 4, "{recipes:?}");
+    assert_eq!(devices.len(), 4, "{devices:?}");
     let storage = Arc::new(SqliteStorage::in_memory().unwrap());
-    let config =
-        HubConfig { speed: 100_000.0, token: Some(TOKEN.to_owned()), ..HubConfig::default() };
+    let config = HubConfig {
+        speed: 100_000.0,
+        token: Some(TOKEN.to_owned()),
+        device_id: "demo-hob-robot".to_owned(),
+        catalog,
+        ..HubConfig::default()
+    };
     let hub = Hub::open(storage, config).await.unwrap();
+    let store = hub.storage();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -50,23 +61,85 @@ async fn upstream_sample_demo_runs_against_the_hub() {
     server.await.unwrap().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    let report = canonical_json::parse(stdout.as_bytes()).unwrap();
-    let runs = report.get("runs").and_then(Value::as_array).unwrap();
-    for run in runs {
-        let job = run.get("job").and_then(Value::as_str).unwrap_or("?");
-        let outcome = run.get("outcome").and_then(Value::as_str).unwrap_or("?");
-        let reason = run.pointer("/refusal/reason").and_then(Value::as_str).unwrap_or("-");
-        eprintln!("notice: samples demo job {job}: {outcome} ({reason})");
+    let online = jobs(&stdout);
+
+    let python = test_support::tool("python3").unwrap();
+    let offline = std::process::Command::new(python)
+        .args(["-m", "cookwala_samples", "demo", "--format", "json"])
+        .env("PYTHONPATH", test_support::workspace_root().join("target/ext"))
+        .env_remove("COOKWALA_HUB_TOKEN")
+        .output()
+        .unwrap();
+    let offline_out = String::from_utf8_lossy(&offline.stdout);
+    assert!(offline.status.success(), "{offline_out}");
+    let offline = jobs(&offline_out);
+
+    // The hub run is the offline demo minus the fault-injected jobs.
+    let sent: Vec<&str> = online.iter().map(|j| j.job.as_str()).collect();
+    assert_eq!(sent, ["shakshuka", "salata", "lentil-note"], "{stdout}");
+    for hub_job in &online {
+        let want = offline.iter().find(|j| j.job == hub_job.job).unwrap();
+        eprintln!("notice: samples demo job {}: offline {want:?} / hub {hub_job:?}", hub_job.job);
+        assert_eq!(hub_job, want, "job {} differs\n{stdout}", hub_job.job);
     }
-    assert_eq!(runs.len(), 3, "the three fault-free jobs run against a hub");
-    let note =
-        runs.iter().find(|r| r.get("job").and_then(Value::as_str) == Some("lentil-note")).unwrap();
-    // The order with an injected instruction cooks normally; the instruction is only reported.
-    assert_eq!(note.get("outcome").and_then(Value::as_str), Some("completed"), "{stdout}");
-    let findings = note.get("findings").and_then(Value::as_array).unwrap();
-    assert!(findings.iter().any(|f| {
-        f.get("incident").and_then(Value::as_str) == Some("cw.incident.untrusted_instruction")
-    }));
+    // What the issue names, spelled out.
+    let by = |id: &str| online.iter().find(|j| j.job == id).unwrap();
+    assert_eq!(by("shakshuka").outcome, "refused");
+    assert_eq!(by("shakshuka").refusal.as_deref(), Some("allergen_block/planner"));
+    assert_eq!(by("salata").outcome, "completed");
+    assert_eq!(by("lentil-note").outcome, "completed");
+    assert_eq!(by("lentil-note").findings, ["cw.incident.untrusted_instruction"]);
+    // The hub itself logged the injected instruction as an incident (and cooked normally).
+    assert!(store.incident_count().unwrap() >= 1);
+    // The client's monitor saw no illegal transition, seq regression or out-of-envelope reading.
+    let summary = canonical_json::parse(stdout.as_bytes()).unwrap();
+    assert_eq!(summary.pointer("/summary/anomalies").and_then(Value::as_i64), Some(0), "{stdout}");
     // No job ended on a transport or protocol problem.
     assert!(!stdout.contains("unreachable") && !stdout.contains("http-error"), "{stdout}");
+}
+
+/// One job of a samples demo report, reduced to what must agree between runs.
+#[derive(Debug, PartialEq, Eq)]
+struct JobEnd {
+    job: String,
+    outcome: String,
+    /// The recipe the planner picked.
+    recipe: Option<String>,
+    /// `served`, `discard`, `not_served` or `not_cooked` (a refusal).
+    disposition: Option<String>,
+    /// `reason/gate` of a refusal.
+    refusal: Option<String>,
+    /// Incident codes of the gate findings, sorted.
+    findings: Vec<String>,
+}
+
+fn jobs(report: &str) -> Vec<JobEnd> {
+    let report = canonical_json::parse(report.as_bytes()).unwrap();
+    let s = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    report
+        .get("runs")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .map(|run| {
+            let mut findings: Vec<String> = run
+                .get("findings")
+                .and_then(Value::as_array)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|f| s(f, "/incident"))
+                .collect();
+            findings.sort();
+            JobEnd {
+                job: s(run, "/job").unwrap(),
+                outcome: s(run, "/outcome").unwrap(),
+                recipe: s(run, "/recipe"),
+                disposition: s(run, "/disposition"),
+                refusal: s(run, "/refusal/reason").map(|r| {
+                    format!("{r}/{}", s(run, "/refusal/gate").unwrap_or_else(|| "-".to_owned()))
+                }),
+                findings,
+            }
+        })
+        .collect()
 }
