@@ -1,16 +1,10 @@
 //! `dwp scheduler authorize|ready|boosts PLAN` (upstream `scheduler.py`, read-only).
 //!
-//! Exit codes: 0 accept (or a listing), 10 refuse (the decision JSON on stdout), 2 usage,
-//! 1 error (`ERROR: …` on stderr, e.g. a torn journal).
+//! Exit codes: 0 accept (or a listing), 10 refuse (the decision JSON on stdout, including a
+//! `contract-invalid` refusal when the contract does not load), 2 usage, 1 error (`error: …`
+//! on stderr: no plan folder, a torn journal, a missing or unparsable proposal).
 
 // Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 macro_rules! print {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -59,84 +53,185 @@ fn print_json(doc: &Value) -> Result<(), LedgerError> {
     Ok(())
 }
 
-fn load(plan_arg: &Path) -> Result<(Plan, Vec<Value>), LedgerError> {
+/// Why the scheduler stops before deciding: the contract does not load (a `contract-invalid`
+/// refusal, exit 10, like upstream) or any other failure (`error: …`, exit 1).
+enum Stop {
+    ContractInvalid(String),
+    Error(String),
+}
+
+impl From<LedgerError> for Stop {
+    fn from(e: LedgerError) -> Stop {
+        Stop::Error(e.to_string())
+    }
+}
+
+/// The live contract and the archived + live events; a torn journal tail stops the core.
+fn load(plan_arg: &Path) -> Result<(Plan, Vec<Value>), Stop> {
     let dir = plan::find_plan_dir(plan_arg)?;
-    let plan = Plan::load(&dir)?;
-    let events = plan::records::load_events(&plan)?;
+    let plan = Plan::load(&dir).map_err(|e| Stop::ContractInvalid(e.to_string()))?;
+    let view = plan::read_journal(&plan.journal_path())?;
+    if let Some((at, cause)) = view.torn {
+        return Err(Stop::Error(format!(
+            "journal has a torn tail at byte {at} ({cause}) \u{2014} open the writer once to \
+             repair it before asking the core to decide"
+        )));
+    }
+    let mut events = plan.archived_events()?;
+    events.extend(view.events);
     Ok((plan, events))
 }
 
 pub(crate) fn run(cmd: SchedulerCommand) -> ExitCode {
     match dispatch(cmd) {
         Ok(code) => code,
-        Err(err) => {
-            eprintln!("ERROR: {err}");
+        Err(Stop::ContractInvalid(detail)) => {
+            let refusal = scheduler::refuse(
+                "contract-invalid",
+                format!("the contract does not validate, so nothing schedules: {detail}"),
+            );
+            match print_json(&refusal) {
+                Ok(()) => ExitCode::from(10),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Err(Stop::Error(err)) => {
+            eprintln!("error: {err}");
             ExitCode::from(1)
         }
     }
 }
 
-fn read_proposal(
-    json: Option<String>,
-    file: Option<PathBuf>,
-) -> Result<Option<String>, LedgerError> {
-    let io = |e: std::io::Error| LedgerError::Failed(e.to_string());
-    Ok(match (json, file) {
-        (Some(j), _) => Some(j),
+fn read_proposal(json: Option<String>, file: Option<PathBuf>) -> Result<String, Stop> {
+    let io = |e: std::io::Error| Stop::Error(e.to_string());
+    match (json, file) {
+        (Some(j), _) => Ok(j),
         (None, Some(f)) if f.as_os_str() == "-" => {
             let mut text = String::new();
             std::io::stdin().read_to_string(&mut text).map_err(io)?;
-            Some(text)
+            Ok(text)
         }
-        (None, Some(f)) => Some(
-            std::fs::read_to_string(&f)
-                .map_err(|e| LedgerError::Failed(format!("{}: {e}", f.display())))?,
-        ),
-        (None, None) => None,
-    })
+        (None, Some(f)) => {
+            std::fs::read_to_string(&f).map_err(|e| Stop::Error(format!("{}: {e}", f.display())))
+        }
+        (None, None) => Err(Stop::Error("pass a proposal with --json or --file".to_owned())),
+    }
 }
 
-fn dispatch(cmd: SchedulerCommand) -> Result<ExitCode, LedgerError> {
+/// What Python's decoder expected at `offset`, from the bracket context before it.
+fn python_expectation(bytes: &[u8]) -> &'static str {
+    // (container, after_value, key_done) per open bracket, outside strings.
+    let mut stack: Vec<(u8, bool, bool)> = Vec::new();
+    let (mut in_str, mut esc) = (false, false);
+    for &b in bytes {
+        if in_str {
+            match (esc, b) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => {
+                    in_str = false;
+                    if let Some(top) = stack.last_mut() {
+                        if top.0 == b'{' && !top.2 {
+                            top.2 = true;
+                        } else {
+                            top.1 = true;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'{' | b'[' => stack.push((b, false, false)),
+            b'}' | b']' => {
+                stack.pop();
+                if let Some(top) = stack.last_mut() {
+                    top.1 = true;
+                }
+            }
+            b',' => {
+                if let Some(top) = stack.last_mut() {
+                    *top = (top.0, false, false);
+                }
+            }
+            b':' => {}
+            b if b.is_ascii_whitespace() => {}
+            _ => {
+                if let Some(top) = stack.last_mut() {
+                    top.1 = true;
+                }
+            }
+        }
+    }
+    match stack.last() {
+        Some((_, true, _)) => "Expecting ',' delimiter",
+        Some((b'{', false, false)) => "Expecting property name enclosed in double quotes",
+        Some((b'{', false, true))
+            if bytes.iter().rev().find(|b| !b.is_ascii_whitespace()) == Some(&b'"') =>
+        {
+            "Expecting ':' delimiter"
+        }
+        _ => "Expecting value",
+    }
+}
+
+/// Python's `json.JSONDecodeError` wording for the common failures (`Expecting value`, a
+/// missing delimiter or property name, `Extra data`) with its `line L column C (char N)`
+/// position; other failures keep ours.
+fn python_json_error(text: &str, e: &canonical_json::ParseError) -> String {
+    use canonical_json::ParseErrorKind as K;
+    let bytes = text.as_bytes();
+    let mut at = e.offset.min(bytes.len());
+    let what = match e.kind {
+        K::UnexpectedEnd | K::UnexpectedByte(_) => {
+            // Python reports a bad literal (`nul`, `not`) at its first letter.
+            while at > 0 && bytes.get(at - 1).is_some_and(u8::is_ascii_alphabetic) {
+                at -= 1;
+            }
+            python_expectation(bytes.get(..at).unwrap_or_default())
+        }
+        K::TrailingData => "Extra data",
+        _ => return e.to_string(),
+    };
+    let head = bytes.get(..at).map(String::from_utf8_lossy).unwrap_or_default();
+    let line = head.matches('\n').count() + 1;
+    let col = head.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("{what}: line {line} column {col} (char {})", head.chars().count())
+}
+
+fn dispatch(cmd: SchedulerCommand) -> Result<ExitCode, Stop> {
+    let fail = |e: LedgerError| Stop::Error(e.to_string());
     match cmd {
         SchedulerCommand::Authorize { plan: plan_arg, json, file } => {
-            let Some(text) = read_proposal(json, file)? else {
-                println!("usage: dwp scheduler authorize PLAN (--json PROPOSAL | --file FILE|-)");
-                return Ok(ExitCode::from(2));
-            };
-            let dir = plan::find_plan_dir(&plan_arg)?;
-            let decision = match Plan::load(&dir) {
-                Err(e) => scheduler::refuse("contract-invalid", e.to_string()),
-                Ok(loaded) => {
-                    let events = plan::records::load_events(&loaded)?;
-                    let decision = match canonical_json::parse(text.as_bytes()) {
-                        Err(e) => scheduler::refuse(
-                            "proposal-shape",
-                            format!("the proposal is not valid JSON: {e}"),
-                        ),
-                        Ok(proposal) => scheduler::authorize(
-                            &loaded.contract,
-                            &loaded.contract_id,
-                            &events,
-                            &proposal,
-                        ),
-                    };
-                    std::mem::forget(events);
-                    decision
-                }
-            };
-            print_json(&decision)?;
+            let (loaded, events) = load(&plan_arg)?;
+            let text = read_proposal(json, file)?;
+            let proposal = canonical_json::parse(text.as_bytes()).map_err(|e| {
+                Stop::Error(format!(
+                    "proposal does not parse as JSON: {}",
+                    python_json_error(&text, &e)
+                ))
+            })?;
+            let decision =
+                scheduler::authorize(&loaded.contract, &loaded.contract_id, &events, &proposal);
+            std::mem::forget(events);
+            print_json(&decision).map_err(fail)?;
             Ok(if scheduler::accepted(&decision) { ExitCode::SUCCESS } else { ExitCode::from(10) })
         }
         SchedulerCommand::Ready { plan: plan_arg } => {
             let (plan, events) = load(&plan_arg)?;
-            print_json(&Value::Array(scheduler::ready(&plan.contract, &events)))?;
+            print_json(&Value::Array(scheduler::ready(&plan.contract, &events))).map_err(fail)?;
             // Freeing 10,000 parsed events one by one costs more than the decision itself.
             std::mem::forget(events);
             Ok(ExitCode::SUCCESS)
         }
         SchedulerCommand::Boosts { plan: plan_arg } => {
             let (plan, events) = load(&plan_arg)?;
-            print_json(&Value::Array(scheduler::boosts(&plan.contract, &events)))?;
+            print_json(&Value::Array(scheduler::boosts(&plan.contract, &events))).map_err(fail)?;
             std::mem::forget(events);
             Ok(ExitCode::SUCCESS)
         }

@@ -169,42 +169,55 @@ fn invariant_reference(events: &[Value]) -> Option<i64> {
 }
 
 fn invariant_refusal(contract: &Value, events: &[Value]) -> Option<Value> {
-    let reference = invariant_reference(events);
+    let reference = invariant_reference(events).unwrap_or(0);
     for inv in contract.get("invariants").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(iid) = str_field(inv, "id") else { continue };
-        let pass = format!("{iid}: pass");
-        let fail = format!("{iid}: fail");
-        let fail_prefix = format!("{iid}: fail:");
-        let latest = events.iter().rev().find(|e| {
-            type_is(e, "observation")
-                && str_field(e, "statement")
-                    .is_some_and(|st| st == pass || st == fail || st.starts_with(&fail_prefix))
-        });
+        let head = format!("{iid}: ");
+        // The latest grammar-matching evaluation (ties go to the later record).
+        let mut latest: Option<(i64, bool)> = None;
+        for e in events.iter().filter(|e| type_is(e, "observation")) {
+            let Some(verdict) = str_field(e, "statement").and_then(|st| st.strip_prefix(&head))
+            else {
+                continue;
+            };
+            let pass = match verdict {
+                "pass" => true,
+                v if v == "fail" || v.starts_with("fail:") => false,
+                _ => continue,
+            };
+            let seq = seq_of(e);
+            if latest.is_none_or(|(s, _)| seq >= s) {
+                latest = Some((seq, pass));
+            }
+        }
         match latest {
             None => {
                 return Some(refuse(
                     "invariant-unevaluated",
-                    format!("{iid} was never evaluated - record `{iid}: pass` before dispatch"),
-                ));
-            }
-            Some(e) if reference.is_some_and(|r| seq_of(e) < r) => {
-                return Some(refuse(
-                    "invariant-stale",
                     format!(
-                        "{iid} last evaluated at seq {}, before the reference position {} - \
-                         re-evaluate it",
-                        seq_of(e),
-                        reference.unwrap_or(0)
+                        "invariant {iid} is declared but never evaluated \u{2014} a declared \
+                         boundary is verified before dispatch, never assumed (D3-6): record an \
+                         observation \"{iid}: pass\" first"
                     ),
                 ));
             }
-            Some(e) if str_field(e, "statement") != Some(pass.as_str()) => {
+            Some((seq, _)) if seq < reference => {
+                return Some(refuse(
+                    "invariant-stale",
+                    format!(
+                        "invariant {iid} was last evaluated at seq {seq}, before the current \
+                         reference position {reference} \u{2014} re-evaluate at or after the \
+                         position before proposing more work (D3-6)"
+                    ),
+                ));
+            }
+            Some((seq, false)) => {
                 return Some(refuse(
                     "invariant-failed",
                     format!(
-                        "{iid} failed (seq {}): {}",
-                        seq_of(e),
-                        str_field(e, "statement").unwrap_or("")
+                        "invariant {iid} failed (observation at seq {seq}): invariant breaches \
+                         are stops, never scheduling inputs \u{2014} repair and re-evaluate \
+                         before proposing more work (D3-6)"
                     ),
                 ));
             }
@@ -214,12 +227,9 @@ fn invariant_refusal(contract: &Value, events: &[Value]) -> Option<Value> {
     None
 }
 
-fn number(v: Option<&Value>) -> f64 {
-    v.and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn fmt_num(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 { format!("{}", x as i64) } else { format!("{x}") }
+/// A positive declared impact (`resource_impact.declared`, a number but not a bool).
+fn declared(impact: &Value) -> Option<f64> {
+    impact.get("declared").and_then(Value::as_f64).filter(|d| *d > 0.0)
 }
 
 fn authorized_adaptations(events: &[Value]) -> impl Iterator<Item = &Value> {
@@ -240,22 +250,30 @@ fn envelope_refusal(contract: &Value, events: &[Value], own: Option<&Value>) -> 
         }
         let id = str_field(limit, "id").unwrap_or("");
         let unit = limit.get("unit");
-        let cap = number(limit.get("limit"));
-        let sample = events.iter().rev().find(|e| {
+        // The latest observed sample (ties go to the later record).
+        let mut sample: Option<&Value> = None;
+        for e in events.iter().filter(|e| {
             type_is(e, "resource_sample")
                 && str_field(e, "limit_id") == Some(id)
                 && str_field(e, "trust") == Some("observed")
-        });
-        let spent = number(sample.and_then(|e| e.get("value")));
+        }) {
+            if sample.is_none_or(|s| seq_of(e) >= seq_of(s)) {
+                sample = Some(e);
+            }
+        }
+        let spent = sample.and_then(|e| e.get("value"));
+        let mut pending = 0.0_f64;
         let impacts = authorized_adaptations(events)
             .filter_map(|e| e.get("resource_impact"))
-            .chain(own)
-            .filter(|i| i.get("unit") == unit)
-            .map(|i| number(i.get("declared")))
-            .filter(|d| *d > 0.0);
-        let pending: f64 = impacts.sum();
-        if spent + pending > cap {
-            let unmetered = if sample.is_none() {
+            .chain(own.filter(|o| o.as_object().is_some()));
+        for impact in impacts {
+            if let Some(d) = declared(impact).filter(|_| impact.get("unit") == unit) {
+                pending += d;
+            }
+        }
+        let cap = limit.get("limit").and_then(Value::as_f64).unwrap_or(0.0);
+        if spent.and_then(Value::as_f64).unwrap_or(0.0) + pending > cap {
+            let unmetered = if spent.is_none() {
                 " [limit unmetered: no observed sample on record]"
             } else {
                 ""
@@ -263,17 +281,25 @@ fn envelope_refusal(contract: &Value, events: &[Value], own: Option<&Value>) -> 
             return Some(refuse(
                 "envelope-exceeded",
                 format!(
-                    "limit {}: commit-plus-pending {} + {} exceeds {} {}{unmetered}",
+                    "enforced limit {} would be exceeded: {} + {} pending > {} {} (A5 \
+                     commit-plus-pending){unmetered}",
                     repr_str(id),
-                    fmt_num(spent),
-                    fmt_num(pending),
-                    fmt_num(cap),
+                    spent.map_or_else(|| "0.0".to_owned(), crate::py::str_of),
+                    canonical_json::python_float_repr(pending),
+                    crate::py::str_opt(limit.get("limit")),
                     crate::py::str_opt(unit)
                 ),
             ));
         }
     }
     None
+}
+
+/// Python `repr` of a sorted list of strings (`['a', 'b']`).
+fn sorted_repr<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let set: BTreeSet<&str> = items.into_iter().collect();
+    let parts: Vec<String> = set.into_iter().map(repr_str).collect();
+    format!("[{}]", parts.join(", "))
 }
 
 fn str_list(v: Option<&Value>) -> Vec<&str> {
@@ -283,25 +309,36 @@ fn str_list(v: Option<&Value>) -> Vec<&str> {
 /// Decides a proposal against the live contract and the journal (archived + live events).
 pub fn authorize(contract: &Value, contract_id: &str, events: &[Value], proposal: &Value) -> Value {
     let Some(prop) = proposal.as_object() else {
-        return refuse("proposal-shape", "the proposal must be a JSON object");
+        return refuse("proposal-shape", "a proposal is a JSON object");
     };
     let ptype = prop.get("type").and_then(Value::as_str);
     if !matches!(ptype, Some("select" | "adapt")) {
         return refuse(
             "proposal-type",
             format!(
-                "proposal type {} is not one of select/adapt",
+                "unknown proposal type {} \u{2014} the closed set is select/adapt (RFC section 5)",
                 crate::py::repr_opt(prop.get("type"))
             ),
         );
     }
     if let Some(first) = validate::contract_errors(contract, None).into_iter().next() {
-        return refuse("contract-invalid", format!("the live contract is invalid: {first}"));
+        return refuse(
+            "contract-invalid",
+            format!("the contract does not validate, so nothing schedules: {first}"),
+        );
     }
-    if let Some(first) = validate::journal_errors(events, Some(contract)).into_iter().next() {
+    let journal_errors = if events.is_empty() {
+        Vec::new()
+    } else {
+        validate::journal_errors(events, Some(contract))
+    };
+    if let Some(first) = journal_errors.into_iter().next() {
         return refuse(
             "record-invalid",
-            format!("the journal carries an invalid record - dispatch stops: {first}"),
+            format!(
+                "the journal record does not validate, so nothing schedules (tampered or \
+                 corrupt records stop dispatch): {first}"
+            ),
         );
     }
     let approved = events
@@ -311,68 +348,40 @@ pub fn authorize(contract: &Value, contract_id: &str, events: &[Value], proposal
         return refuse(
             "approval-missing",
             format!(
-                "no approval cites the live contract {} - nothing is dispatched without one",
-                &contract_id[..contract_id.len().min(12)]
+                "no approval event cites the live contract_id {} \u{2014} materialization \
+                 approval precedes every proposal (D3-7/D2-3)",
+                contract_id.get(..12).unwrap_or(contract_id)
             ),
         );
     }
     if let Some(refusal) = invariant_refusal(contract, events) {
         return refusal;
     }
-    let mut checks: Vec<Value> = [
-        "proposal-shape",
-        "proposal-type",
-        "contract-invalid",
-        "record-invalid",
-        "approval-missing",
-        "invariants",
-    ]
-    .into_iter()
-    .map(Value::from)
-    .collect();
-    if ptype == Some("select") {
-        if let Some(extra) = prop.keys().find(|k| !["type", "task"].contains(&k.as_str())) {
-            return refuse(
-                "proposal-shape",
-                format!(
-                    "a select proposal carries only type and task (unexpected {})",
-                    repr_str(extra)
-                ),
-            );
-        }
-        if let Some(r) = envelope_refusal(contract, events, None) {
-            return r;
-        }
-        checks.push("envelope".into());
-        return authorize_select(contract, events, prop, checks);
+    let own = if ptype == Some("adapt") { prop.get("resource_impact") } else { None };
+    if let Some(r) = envelope_refusal(contract, events, own) {
+        return r;
     }
-    if let Some(extra) =
-        prop.keys().find(|k| k.as_str() != "type" && !ADAPT_FIELDS.contains(&k.as_str()))
-    {
+    if ptype == Some("select") {
+        return authorize_select(contract, events, prop);
+    }
+    authorize_adapt(contract, contract_id, events, prop)
+}
+
+fn authorize_select(contract: &Value, events: &[Value], prop: &Map) -> Value {
+    let extra: Vec<&str> =
+        prop.keys().map(String::as_str).filter(|k| !["type", "task"].contains(k)).collect();
+    if !extra.is_empty() {
         return refuse(
             "proposal-shape",
             format!(
-                "field {} is outside the adaptation shape - no proposal may carry criterion \
-                 content, scope or permissions",
-                repr_str(extra)
+                "select takes {}, found extra field(s) {}",
+                sorted_repr(["type", "task"]),
+                sorted_repr(extra)
             ),
         );
     }
-    if let Some(r) = envelope_refusal(contract, events, prop.get("resource_impact")) {
-        return r;
-    }
-    checks.push("envelope".into());
-    authorize_adapt(contract, contract_id, events, prop, checks)
-}
-
-fn authorize_select(
-    contract: &Value,
-    events: &[Value],
-    prop: &Map,
-    mut checks: Vec<Value>,
-) -> Value {
     let task_id = prop.get("task").and_then(Value::as_str).unwrap_or("");
-    let Some(task) = projection::find_task(contract, task_id) else {
+    let Some(task) = prop.get("task").and_then(|_| projection::find_task(contract, task_id)) else {
         return refuse(
             "unknown-task",
             format!("task {} is not in the contract", crate::py::repr_opt(prop.get("task"))),
@@ -381,17 +390,20 @@ fn authorize_select(
     if task_complete(contract, events, task_id) {
         return refuse(
             "task-complete",
-            format!("{task_id} is complete - every criterion has in-window accepted evidence"),
+            format!(
+                "task {task_id} is already complete \u{2014} completed work never re-selects; \
+                 new work on the same surface is a new task or a revision"
+            ),
         );
     }
     for pre in prerequisites(task) {
-        let states = criterion_states(contract, events, pre).unwrap_or_default();
-        if let Some(open) = states.iter().find(|s| !satisfied(s)) {
+        if !task_complete(contract, events, pre) {
             return refuse(
                 "prerequisite-open",
                 format!(
-                    "prerequisite {pre} has an open criterion {} (stale evidence does not count)",
-                    crate::py::str_opt(open.get("criterion"))
+                    "prerequisite {pre} of {task_id} is not complete (a prerequisite whose \
+                     criteria carry only stale evidence is not complete \u{2014} deferral \
+                     disguised as completion is refused here)"
                 ),
             );
         }
@@ -405,7 +417,7 @@ fn authorize_select(
         {
             continue;
         }
-        let shared: Vec<&str> = str_list(other.get("touched_surface"))
+        let shared: BTreeSet<&str> = str_list(other.get("touched_surface"))
             .into_iter()
             .filter(|p| surface.contains(p))
             .collect();
@@ -413,62 +425,79 @@ fn authorize_select(
             return refuse(
                 "surface-serialization",
                 format!(
-                    "{task_id} touches {} which started task {oid} is still changing - \
-                     overlapping surfaces run one at a time",
-                    shared.join(", ")
+                    "touched-surface overlap with in-progress {oid} ({}): intra-plan \
+                     parallelism on overlapping surfaces is serialized (A8); independent \
+                     in-scope work stays selectable",
+                    shared.into_iter().collect::<Vec<_>>().join(", ")
                 ),
             );
         }
     }
-    checks.extend(
-        ["unknown-task", "task-complete", "prerequisite-open", "surface-serialization"]
-            .into_iter()
-            .map(Value::from),
-    );
+    let checks = [
+        "contract",
+        "approval",
+        "invariants",
+        "envelope",
+        "prerequisites",
+        "surface-serialization",
+    ];
     obj([
         ("decision", "accept".into()),
         ("type", "select".into()),
         ("task", task_id.into()),
-        ("checks", Value::Array(checks)),
+        ("checks", Value::Array(checks.into_iter().map(Value::from).collect())),
     ])
 }
 
-fn authorize_adapt(
-    contract: &Value,
-    contract_id: &str,
-    events: &[Value],
-    prop: &Map,
-    mut checks: Vec<Value>,
-) -> Value {
-    let last = events.iter().max_by_key(|e| seq_of(e));
+fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: &Map) -> Value {
+    let extra: Vec<&str> = prop
+        .keys()
+        .map(String::as_str)
+        .filter(|k| *k != "type" && !ADAPT_FIELDS.contains(k))
+        .collect();
+    if !extra.is_empty() {
+        return refuse(
+            "proposal-shape",
+            format!(
+                "adapt takes the adaptation shape, found extra field(s) {} \u{2014} criterion \
+                 content never rides a proposal (discarded requirements are refused)",
+                sorted_repr(extra)
+            ),
+        );
+    }
+    let last_seq = events.iter().map(seq_of).max().unwrap_or(0);
+    let last_ts = events.iter().filter_map(|e| str_field(e, "ts")).filter(|t| !t.is_empty()).max();
     let mut event: Map = prop
         .iter()
         .filter(|(k, _)| k.as_str() != "type")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    event.insert("decision".to_owned(), "authorized".into());
     let generation = validate::contract_generation(contract).unwrap_or(validate::Generation::V6);
     event.insert("schema".to_owned(), generation.journal_url().into());
     event.insert("type".to_owned(), "adaptation".into());
-    event.insert("seq".to_owned(), (last.map_or(0, seq_of) + 1).into());
-    event.insert(
-        "ts".to_owned(),
-        last.and_then(|e| e.get("ts")).cloned().unwrap_or_else(|| "1970-01-01T00:00:00Z".into()),
-    );
+    event.insert("seq".to_owned(), (last_seq + 1).into());
+    event.insert("ts".to_owned(), last_ts.unwrap_or("1970-01-01T00:00:00Z").into());
     event.insert("plan".to_owned(), contract.get("plan").cloned().unwrap_or(Value::Null));
     event.insert("contract_id".to_owned(), contract_id.into());
     event.insert(
         "actor".to_owned(),
         obj([("kind", "agent".into()), ("identity", SCHEDULER_IDENTITY.into())]),
     );
+    event.insert("decision".to_owned(), "authorized".into());
     let event = Value::Object(event);
     if let Some(first) = validate::journal_event_errors(&event, Some(contract)).into_iter().next() {
-        return refuse("adaptation-shape", first);
+        return refuse(
+            "adaptation-shape",
+            format!(
+                "the proposal is not a valid adaptation event: {first} (closed section-3.3 \
+                 enumeration; an adaptation never carries criterion content \u{2014} weakening \
+                 acceptance is an amendment with recorded authority)"
+            ),
+        );
     }
-    let affected_tasks = str_list(event.get("affected_tasks"));
-    let affected_criteria = str_list(event.get("affected_criteria"));
+    let affected: BTreeSet<&str> = str_list(prop.get("affected_tasks")).into_iter().collect();
     let max_adapt = scheduling_limit(contract, "max_adaptations_per_task", DEFAULT_MAX_ADAPTATIONS);
-    for t in &affected_tasks {
+    for t in &affected {
         let count = authorized_adaptations(events)
             .filter(|e| str_list(e.get("affected_tasks")).contains(t))
             .count();
@@ -476,19 +505,19 @@ fn authorize_adapt(
             return refuse(
                 "adaptation-cap",
                 format!(
-                    "{t} already has {count} authorized adaptation(s) (max_adaptations_per_task \
-                     {max_adapt}) - a loop beyond the cap needs an amendment, not another \
-                     adaptation"
+                    "task {t} already carries {count} authorized adaptation(s); the \
+                     contract-declared cap is {max_adapt} (bounded adaptation \u{2014} loops \
+                     terminate)"
                 ),
             );
         }
     }
-    checks.push("adaptation-cap".into());
     if str_field(&event, "kind") == Some("retry") {
+        let criteria: BTreeSet<&str> =
+            str_list(prop.get("affected_criteria")).into_iter().collect();
         let max_retries = scheduling_limit(contract, "max_retries_per_gate", DEFAULT_MAX_RETRIES);
-        let shares = |e: &Value| {
-            str_list(e.get("affected_criteria")).iter().any(|c| affected_criteria.contains(c))
-        };
+        let shares =
+            |e: &Value| str_list(e.get("affected_criteria")).iter().any(|c| criteria.contains(c));
         let retries = authorized_adaptations(events)
             .filter(|e| str_field(e, "kind") == Some("retry") && shares(e))
             .count();
@@ -496,38 +525,45 @@ fn authorize_adapt(
             return refuse(
                 "retry-cap",
                 format!(
-                    "{retries} authorized retr{} already share criteria {} \
-                     (max_retries_per_gate {max_retries})",
-                    if retries == 1 { "y" } else { "ies" },
-                    affected_criteria.join(", ")
+                    "{retries} authorized retry adaptation(s) already touch these criteria; \
+                     max_retries_per_gate is {max_retries}"
                 ),
             );
         }
-        let last_run = events
+        let last_attempt = events
             .iter()
             .filter(|e| {
                 type_is(e, "gate_run")
-                    && str_field(e, "criterion").is_some_and(|c| affected_criteria.contains(&c))
+                    && str_field(e, "criterion").is_some_and(|c| criteria.contains(c))
             })
             .map(seq_of)
-            .max();
-        let trigger = event.get("trigger_observation").and_then(Value::as_i64).unwrap_or(0);
-        if let Some(run) = last_run.filter(|r| trigger <= *r) {
+            .max()
+            .unwrap_or(0);
+        let trigger = prop.get("trigger_observation").and_then(Value::as_i64).unwrap_or(0);
+        if last_attempt != 0 && trigger <= last_attempt {
             return refuse(
                 "blind-retry",
                 format!(
-                    "trigger_observation {trigger} is not after the last gate_run {run} on \
-                     {} - a retry must cite a new observation",
-                    affected_criteria.join(", ")
+                    "the trigger observation (seq {trigger}) does not postdate the last \
+                     attempt on these criteria (seq {last_attempt}) \u{2014} a retry needs a new \
+                     observation explaining what changed; no-progress retries are refused"
                 ),
             );
         }
-        checks.extend(["retry-cap", "blind-retry"].into_iter().map(Value::from));
     }
+    let checks = [
+        "contract",
+        "approval",
+        "invariants",
+        "envelope",
+        "adaptation-shape",
+        "caps",
+        "blind-retry",
+    ];
     obj([
         ("decision", "accept".into()),
         ("type", "adapt".into()),
         ("event", event),
-        ("checks", Value::Array(checks)),
+        ("checks", Value::Array(checks.into_iter().map(Value::from).collect())),
     ])
 }

@@ -224,3 +224,64 @@ fn addon_abilities_feed_the_routing_posture() {
         "WARNING: addon kit: enabled but contributes nothing — unknown interface major 2 (pinned 1)",
     );
 }
+
+/// Upstream parity (`resources.effective_abilities`, `config.descriptor_errors`): an addon's
+/// `requires_grants` is checked against the grant vocabulary only; effective abilities do not
+/// read the contract, so an ability counts even when the contract lacks a required grant. The
+/// grant side is enforced where a plan acts: `routing` names the missing grant and
+/// `delegate launch` refuses without `agent_delegation` (recorded, exit 5).
+#[test]
+fn required_grants_do_not_filter_abilities_but_gate_routing_and_launch() {
+    let s = v7(false);
+    install_addon(&s);
+    let dir = s.root.join(".dwp/addons/meter");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("detect.sh"), "echo '{\"interface\": 1}'\n").unwrap();
+    std::fs::write(
+        dir.join("addon.json"),
+        r#"{"key":"meter","product":{"repo":"Example/meter","tag":"v1.0.0","interface":1},"detect":{"command":"sh .dwp/addons/meter/detect.sh","interface_from":"json:interface"},"provides_abilities":["meter_spend"],"requires_grants":["host_adapter_metering","network_access"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        s.root.join(".dwp/config.json"),
+        r#"{"addons":{"kit":{"enabled":true},"meter":{"enabled":true}}}"#,
+    )
+    .unwrap();
+    let plan = s.plan();
+    let p = plan.to_str().unwrap();
+    let json = |args: &[&str]| {
+        let mut all = vec!["resources", "--plan", p];
+        all.extend_from_slice(args);
+        let out = crate::dwp(&all);
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out.stderr));
+        assert_eq!(crate::support::text(&out.stderr), "");
+        canonical_json::parse(&out.stdout).unwrap()
+    };
+    let abilities = json(&["abilities"]);
+    for (ability, source) in [("subagents", "addon:kit"), ("meter_spend", "addon:meter")] {
+        assert_eq!(
+            abilities.pointer(&format!("/abilities/{ability}")).and_then(Value::as_bool),
+            Some(true),
+            "{ability}: {abilities:?}"
+        );
+        assert_eq!(
+            abilities.pointer(&format!("/sources/{ability}/0")).and_then(Value::as_str),
+            Some(source)
+        );
+    }
+    let routing = json(&["routing"]);
+    assert_eq!(
+        routing.pointer("/parallel/posture").and_then(Value::as_str),
+        Some("sequential_only")
+    );
+    let missing = routing.pointer("/parallel/missing").cloned().unwrap();
+    assert_eq!(missing, canonical_json::parse(br#"["contract grant agent_delegation"]"#).unwrap());
+    assert_eq!(
+        routing.pointer("/ability_sources/subagents/0").and_then(Value::as_str),
+        Some("addon:kit")
+    );
+    s.ledger(&["start", "--task", "T-one"]);
+    let before = refusals(&s);
+    expect(&launch(&s, READ_ONLY, "{}"), 5, "the contract does not grant agent_delegation");
+    assert_eq!(refusals(&s), before + 1);
+}

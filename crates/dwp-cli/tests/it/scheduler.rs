@@ -23,8 +23,8 @@ const RETRY: &str = r#"{"type":"adapt","kind":"retry","trigger_observation":TRIG
 #[test]
 fn ready_and_boosts_follow_contract_order_prerequisites_and_starvation() {
     let s = Scratch::new();
-    // An unmaterialized plan has no contract: an error, exit 1.
-    expect(&sched(&s, &["ready"]), 1, "ERROR: no contract.json and no contracts/ chain");
+    // An unmaterialized plan has no contract: the named `contract-invalid` refusal, exit 10.
+    expect(&sched(&s, &["ready"]), 10, "nothing schedules: no contract.json and no contracts/");
     // Starvation after 3 events so the boost is observable in a small journal.
     let contract = std::fs::read_to_string(s.contract_file()).unwrap().replace(
         r#""dependencies":[],"#,
@@ -73,7 +73,6 @@ fn authorize_decides_each_proposal_with_its_rule() {
     // (proposal, exit code, rule or accept type)
     let cases: &[(&str, i32, &str)] = &[
         ("[1]", 10, "proposal-shape"),
-        ("not json", 10, "proposal-shape"),
         (r#"{"type":"delete","task":"T-one"}"#, 10, "proposal-type"),
         (r#"{"type":"select","task":"T-nine"}"#, 10, "unknown-task"),
         (r#"{"type":"select","task":"T-two"}"#, 10, "prerequisite-open"),
@@ -112,7 +111,31 @@ fn authorize_decides_each_proposal_with_its_rule() {
     let file = s.contract_file().with_file_name("proposal.json");
     std::fs::write(&file, r#"{"type":"select","task":"T-one"}"#).unwrap();
     expect(&sched(&s, &["authorize", "--file", file.to_str().unwrap()]), 0, "\"accept\"");
-    expect(&sched(&s, &["authorize"]), 2, "usage: dwp scheduler authorize PLAN");
+    // A missing or unparsable proposal is an error (exit 1), not a refusal.
+    expect(&sched(&s, &["authorize"]), 1, "error: pass a proposal with --json or --file");
+    // The parse error speaks Python's decoder wording and position (upstream `json.loads`).
+    let bad: &[(&str, &str)] = &[
+        ("not json", "Expecting value: line 1 column 1 (char 0)"),
+        (r#"{"a": tru}"#, "Expecting value: line 1 column 7 (char 6)"),
+        ("[1] x", "Extra data: line 1 column 5 (char 4)"),
+        (
+            r#"{"a":1,}"#,
+            "Expecting property name enclosed in double quotes: line 1 column 8 (char 7)",
+        ),
+        (r#"{"a" 1}"#, "Expecting ':' delimiter: line 1 column 6 (char 5)"),
+        (r#"{"a":1 "b":2}"#, "Expecting ',' delimiter: line 1 column 8 (char 7)"),
+        ("[1 2]", "Expecting ',' delimiter: line 1 column 4 (char 3)"),
+        ("{\n  ", "Expecting property name enclosed in double quotes: line 2 column 3 (char 4)"),
+    ];
+    for (proposal, message) in bad {
+        let out = sched(&s, &["authorize", "--json", proposal]);
+        assert_eq!(out.status.code(), Some(1), "{proposal}");
+        assert_eq!(text(&out.stdout), "");
+        assert_eq!(
+            text(&out.stderr),
+            format!("error: proposal does not parse as JSON: {message}\n")
+        );
+    }
     // The scheduler never writes.
     assert_eq!(s.types(), ["approval"]);
 }
