@@ -15,7 +15,6 @@ use dwp::validate::Generation;
 
 use crate::{
     GateCommand, LedgerError, RunResult, Writer, actor, git, obj, read_json_named, run_command, s,
-    safe_relative,
 };
 
 /// Detection commands are bounded.
@@ -53,7 +52,7 @@ type Result<T> = std::result::Result<T, DelegateError>;
 /// Where addon descriptors and the registries live.
 #[derive(Clone, Debug)]
 pub struct AbilityEnv {
-    /// `<key>/addon.json` descriptors (`DWP_ADDONS_DIR`, else `<repo>/.dwp/addons`).
+    /// `<key>/addon.json` descriptors (see [`default_addons_dir`]).
     pub addons_dir: PathBuf,
     /// `<repo>/.dwp/config.json`.
     pub repo_config: PathBuf,
@@ -67,14 +66,29 @@ impl AbilityEnv {
     /// The default locations for a plan's repository.
     pub fn for_repo(repo_root: &Path) -> AbilityEnv {
         AbilityEnv {
-            addons_dir: std::env::var_os("DWP_ADDONS_DIR")
-                .map_or_else(|| repo_root.join(".dwp").join("addons"), PathBuf::from),
+            addons_dir: default_addons_dir(repo_root),
             repo_config: repo_root.join(".dwp").join("config.json"),
             home_config: std::env::var_os("HOME")
                 .map(|h| PathBuf::from(h).join(".dwp").join("config.json")),
             repo_root: repo_root.to_path_buf(),
         }
     }
+}
+
+/// Where addon descriptors are read from. Upstream reads `<pack>/addons` beside its
+/// `shared/` helpers; an installed `dwp` has no pack, so: `DWP_ADDONS_DIR` when set, else
+/// `<dir of the dwp executable>/../addons` when that folder exists (a binary installed inside
+/// a pack layout, e.g. `<pack>/bin/dwp`, reads the pack's addons exactly like upstream), else
+/// `<repo>/.dwp/addons`.
+fn default_addons_dir(repo_root: &Path) -> PathBuf {
+    if let Some(dir) = std::env::var_os("DWP_ADDONS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let beside_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().and_then(Path::parent).map(|p| p.join("addons")))
+        .filter(|p| p.is_dir());
+    beside_exe.unwrap_or_else(|| repo_root.join(".dwp").join("addons"))
 }
 
 /// Effective abilities: `{abilities, sources, addons, warnings, persisted: false}`.
@@ -226,20 +240,96 @@ pub struct LaunchRequest {
     pub task: String,
     /// The request object.
     pub spec: Map,
-    /// Effective abilities at launch time.
-    pub effective: Effective,
+    /// Declared host abilities (`--caps`).
+    pub caps: BTreeMap<String, bool>,
+    /// Where addon descriptors and registries live (effective abilities are computed only
+    /// once the `via` and `transport` checks pass, as upstream does).
+    pub env: AbilityEnv,
+    /// The event actor (`--actor-kind`, `--actor-identity`).
+    pub actor: Value,
     /// The clock (for a generated id).
     pub now: SystemTime,
 }
 
-fn tree_fingerprint(root: &Path) -> Option<String> {
-    let (head, ok) = git(&["rev-parse", "HEAD"], root);
-    if !ok {
-        return None;
+/// The note prefix of a read-only launch (followed by the tree fingerprint).
+pub const READ_ONLY_MARK: &str = "read-only tree ";
+
+/// `sha256(HEAD + "\n" + porcelain status)[:32]`, or `none` outside a git work tree.
+fn tree_fingerprint(root: &Path) -> String {
+    let (head, ok1) = git(&["rev-parse", "HEAD"], root);
+    let (status, ok2) = git(&["status", "--porcelain=v1", "-uall"], root);
+    if !(ok1 && ok2) {
+        return "none".to_owned();
     }
-    let (status, _) = git(&["status", "--porcelain"], root);
     let d = canonical_json::digest::sha256_hex(format!("{head}\n{status}").as_bytes());
-    Some(d[..32].to_owned())
+    d[..32].to_owned()
+}
+
+/// Python's `%r` of an optional JSON value (`None` when absent or null).
+fn repr_opt(v: Option<&Value>) -> String {
+    match v {
+        None | Some(Value::Null) => "None".to_owned(),
+        Some(Value::String(t)) => repr_str(t),
+        Some(other) => dwp::py::str_opt(Some(other)),
+    }
+}
+
+/// Upstream's descriptor lookup: `(descriptor, first error)`.
+fn load_descriptor(env: &AbilityEnv, via: Option<&Value>) -> std::result::Result<Value, String> {
+    let Some(key) = via.and_then(Value::as_str).filter(|k| dwp::py::is_addon_id(k)) else {
+        return Err("not an addon key".to_owned());
+    };
+    let path = env.addons_dir.join(key).join("addon.json");
+    let bytes = std::fs::read(&path).map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!(
+                    "[Errno 2] No such file or directory: {}",
+                    repr_str(&path.to_string_lossy())
+                )
+            }
+            _ => e.to_string(),
+        };
+        format!("{} unreadable ({why})", path.display())
+    })?;
+    let doc = canonical_json::parse(&bytes)
+        .map_err(|e| format!("{} unreadable ({e})", path.display()))?;
+    let Some(m) = doc.as_object() else {
+        return Err("descriptor is not an object".to_owned());
+    };
+    // The first errors of upstream's closed descriptor check (the deeper `product` and
+    // `detect` shape checks are left to `effective_abilities`).
+    let allowed = [
+        "schema",
+        "key",
+        "product",
+        "detect",
+        "provides_abilities",
+        "requires_grants",
+        "transport",
+    ];
+    if let Some(extra) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(format!("unknown field {}", repr_str(extra)));
+    }
+    let required = ["schema", "key", "detect", "provides_abilities", "requires_grants"];
+    if let Some(missing) = required.iter().find(|k| !m.contains_key(**k)) {
+        return Err(format!("missing {}", repr_str(missing)));
+    }
+    const SCHEMA: &str = "https://deepworkplan.com/schema/addon-descriptor/v1.json";
+    if doc.get("schema").and_then(Value::as_str) != Some(SCHEMA) {
+        return Err(format!("schema is not {SCHEMA}"));
+    }
+    if !doc.get("key").and_then(Value::as_str).is_some_and(dwp::py::is_addon_id) {
+        return Err("key is not a kebab-case name".to_owned());
+    }
+    if doc.get("key").and_then(Value::as_str) != Some(key) {
+        return Err(format!(
+            "key {} does not equal its directory {}",
+            repr_opt(doc.get("key")),
+            repr_str(key)
+        ));
+    }
+    Ok(doc)
 }
 
 impl Writer {
@@ -247,9 +337,11 @@ impl Writer {
         let payload = obj([
             ("subject", s(&format!("delegate {task}"))),
             ("stage", s("dispatch")),
-            ("reason", s(&reason.chars().take(2000).collect::<String>())),
+            ("reason", s(&reason)),
         ]);
-        let helper = self.helper();
+        // Upstream records delegation refusals under its fixed `LEDGER_IDENTITY`
+        // (`dwp-ledger/6.0`), on v7 plans too.
+        let helper = actor("helper", Generation::V6.ledger_identity());
         match self.append_raw("refusal", payload, helper, None, None, None) {
             Ok(_) => DelegateError::Refused(reason),
             Err(e) => DelegateError::Ledger(e),
@@ -263,11 +355,14 @@ impl Writer {
     pub fn delegate_launch(&mut self, req: &LaunchRequest) -> Result<Value> {
         let task_id = req.task.as_str();
         match self.launch_check(req) {
-            Ok(payload) => {
-                let (payload, note) = payload;
-                let helper = self.helper();
-                Ok(self.append_raw("delegation", payload, helper, note.as_deref(), None, None)?)
-            }
+            Ok((payload, note)) => Ok(self.append_raw(
+                "delegation",
+                payload,
+                req.actor.clone(),
+                note.as_deref(),
+                None,
+                None,
+            )?),
             Err(reason) => Err(self.refuse_delegation(task_id, reason)),
         }
     }
@@ -279,9 +374,13 @@ impl Writer {
         let contract = &self.plan.contract;
         let task_id = req.task.as_str();
         if self.plan.generation != Generation::V7 {
-            return Err(
-                "this plan is v6 - only v7 plans record delegation (V7_CONTRACT.md)".to_owned()
-            );
+            return Err(format!(
+                "this plan is {} - only v7 plans record delegation (v6 plans keep their lifecycle)",
+                match self.plan.generation {
+                    Generation::V6 => "v6",
+                    Generation::V7 => "v7",
+                }
+            ));
         }
         let granted = contract
             .pointer("/permissions/granted")
@@ -291,65 +390,51 @@ impl Writer {
             return Err("the contract does not grant agent_delegation".to_owned());
         }
         let Some(task) = projection::find_task(contract, task_id) else {
-            return Err(format!("task {} is not in the contract", repr_str(task_id)));
+            return Err("unknown task".to_owned());
         };
         if projection::task_start_seq_of(&self.events, task_id).is_none() {
-            return Err(format!(
-                "{task_id} has no task_start - a delegation runs inside a started attempt"
-            ));
+            return Err("the task has not started - start it before delegating".to_owned());
         }
         if projection::task_complete(contract, &self.events, task_id) {
-            return Err(format!("{task_id} is already complete"));
+            return Err("the task is already complete".to_owned());
         }
         let spec = &req.spec;
-        let worktree = spec.get("worktree").cloned().unwrap_or(Value::Null);
-        let parallel_safe = task.get("parallel_safe").and_then(Value::as_bool) == Some(true);
-        let mut note = None;
-        if !parallel_safe {
-            if !worktree.is_null() {
-                return Err(format!(
-                    "{task_id} is not parallel_safe - only a read-only delegate (worktree null) may run beside it"
-                ));
-            }
-            match tree_fingerprint(&self.plan.repo_root()) {
-                Some(fp) => note = Some(format!("read-only tree {fp}")),
-                None => {
-                    return Err(
-                        "a read-only delegate on an unmarked task needs a git work tree to prove it stayed read-only"
-                            .to_owned(),
-                    );
-                }
-            }
+        let read_only = matches!(spec.get("worktree"), Some(Value::Null));
+        let parallel_safe = task.get("parallel_safe").is_some_and(|v| dwp::py::truthy(Some(v)));
+        let root = self.plan.repo_root();
+        if !parallel_safe && !read_only {
+            return Err("the task is not marked parallel_safe by create and the delegate is not read-only (worktree null)".to_owned());
         }
-        let via = spec.get("via").and_then(Value::as_str).unwrap_or("");
-        let transport = spec.get("transport").and_then(Value::as_str).unwrap_or("headless");
-        let Some(descriptor) = req.effective.descriptors.get(via).or(None) else {
-            let sources = req.effective.sources.get("subagents").filter(|v| !v.is_empty());
-            return Err(format!(
-                "addon {via} is not enabled and detected with a compatible interface (effective subagents sources: {})",
-                sources.map_or_else(|| "none".to_owned(), |v| v.join(", "))
-            ));
-        };
-        let carried = descriptor.get("transport").and_then(Value::as_str).unwrap_or("");
+        if !parallel_safe && read_only && tree_fingerprint(&root) == "none" {
+            return Err("a read-only delegate on a task not marked parallel_safe needs a git work tree so its read-only claim can be verified".to_owned());
+        }
+        let via = spec.get("via");
+        let transport = spec.get("transport");
+        let descriptor = load_descriptor(&req.env, via)
+            .map_err(|e| format!("via {} is not a valid in-pack addon ({e})", repr_opt(via)))?;
+        let via = via.and_then(Value::as_str).unwrap_or("");
+        let carried = descriptor.get("transport");
         if carried != transport {
             return Err(format!(
                 "addon {via} carries transport {}, not {}",
-                repr_str(carried),
-                repr_str(transport)
+                repr_opt(carried),
+                repr_opt(transport)
             ));
         }
-        let subagents = req.effective.sources.get("subagents").cloned().unwrap_or_default();
+        let effective = effective_abilities(&req.caps, &req.env);
+        let subagents = effective.sources.get("subagents").cloned().unwrap_or_default();
         if !subagents.iter().any(|src| src == &format!("addon:{via}")) {
             return Err(format!(
                 "addon {via} is not enabled and detected with a compatible interface (effective subagents sources: {})",
                 if subagents.is_empty() { "none".to_owned() } else { subagents.join(", ") }
             ));
         }
-        let id = match spec.get("delegation_id").and_then(Value::as_str) {
-            Some(id) => id.to_owned(),
+        let id = match spec.get("delegation_id").filter(|v| dwp::py::truthy(Some(v))) {
+            Some(id) => dwp::py::str_opt(Some(id)),
             None => {
                 let ts = crate::timestamp(req.now).replace(['-', ':'], "");
                 let ts = ts.trim_end_matches('Z');
+                let ts = ts.split('.').next().unwrap_or(ts);
                 let salt = canonical_json::digest::sha256_hex(
                     format!("{task_id}{ts}{}", self.last_seq()).as_bytes(),
                 );
@@ -357,122 +442,158 @@ impl Writer {
             }
         };
         if projection::delegations(&self.events, None).contains_key(&id) {
-            return Err(format!("delegation id {id} is already used"));
+            return Err(format!("delegation_id {id} already recorded"));
         }
-        let prompt_digest = match (
-            spec.get("prompt_digest").and_then(Value::as_str),
-            spec.get("prompt").and_then(Value::as_str),
-        ) {
-            (Some(d), _) => d.to_owned(),
-            (None, Some(p)) => canonical_json::digest::sha256_prefixed(p.as_bytes()),
-            (None, None) => {
-                return Err("a launch records its prompt by digest: pass prompt or prompt_digest"
-                    .to_owned());
-            }
-        };
-        let mut payload = obj([
-            ("task", s(task_id)),
-            ("delegation_id", s(&id)),
-            ("transport", s(transport)),
-            ("via", s(via)),
-            ("worktree", worktree),
-            ("prompt_digest", s(&prompt_digest)),
-            ("state", s("launched")),
-        ]);
-        for key in ["kind", "profile", "target"] {
+        let mut payload = Map::new();
+        for key in ["transport", "via", "kind", "profile", "target", "worktree", "prompt_digest"] {
             if let Some(v) = spec.get(key) {
                 payload.insert(key.to_owned(), v.clone());
             }
         }
+        payload.insert("task".to_owned(), s(task_id));
+        payload.insert("delegation_id".to_owned(), s(&id));
+        payload.insert("state".to_owned(), s("launched"));
+        let mut note = spec
+            .get("note")
+            .filter(|v| dwp::py::truthy(Some(v)))
+            .map(|v| dwp::py::str_opt(Some(v)));
+        if read_only {
+            let full = format!(
+                "{READ_ONLY_MARK}{}{}",
+                tree_fingerprint(&root),
+                note.map(|n| format!(" | {n}")).unwrap_or_default()
+            );
+            note = Some(full.chars().take(500).collect());
+        }
         Ok((payload, note))
     }
 
-    /// `delegate collect|cancel`: a terminal state for a launched delegation.
+    /// `delegate collect|cancel`: a terminal state for a launched delegation. `state` is
+    /// `None` for cancel; for collect it is the requested state (checked after the
+    /// delegation itself, as upstream does).
     ///
     /// # Errors
     /// A recorded refusal, journal and I/O failures.
     pub fn delegate_finish(
         &mut self,
         task_id: &str,
-        delegation_id: &str,
-        state: &str,
-        result_path: Option<&str>,
+        spec: &Map,
+        cancel: bool,
+        actor: Value,
     ) -> Result<Value> {
-        let latest =
-            projection::delegations(&self.events, None).get(delegation_id).map(|e| (*e).clone());
-        let Some(latest) = latest else {
-            return Err(
-                self.refuse_delegation(task_id, format!("unknown delegation {delegation_id}"))
-            );
-        };
-        if latest.get("task").and_then(Value::as_str) != Some(task_id) {
+        let did = spec.get("delegation_id");
+        let key = did.map_or_else(String::new, |v| dwp::py::str_opt(Some(v)));
+        let prior = did
+            .and_then(|_| {
+                projection::delegations(&self.events, None).get(&key).map(|e| (*e).clone())
+            })
+            .filter(|p| p.get("task").and_then(Value::as_str) == Some(task_id));
+        let Some(prior) = prior else {
             return Err(self.refuse_delegation(
                 task_id,
-                format!("delegation {delegation_id} belongs to another task"),
+                format!("no launched delegation {} for this task", repr_opt(did)),
             ));
-        }
-        let current = latest.get("state").and_then(Value::as_str).unwrap_or("");
+        };
+        let current = prior.get("state").and_then(Value::as_str).unwrap_or("");
         if current != "launched" {
             return Err(self.refuse_delegation(
                 task_id,
-                format!("delegation {delegation_id} is already {current}"),
+                format!("delegation {key} is already {}", dwp::py::str_opt(prior.get("state"))),
             ));
         }
-        let mut state = state.to_owned();
-        let mut payload = obj([
-            ("task", s(task_id)),
-            ("delegation_id", s(delegation_id)),
-            ("transport", latest.get("transport").cloned().unwrap_or(Value::Null)),
-            ("via", latest.get("via").cloned().unwrap_or(Value::Null)),
-            ("worktree", latest.get("worktree").cloned().unwrap_or(Value::Null)),
-        ]);
-        let mut note = None;
-        // A read-only delegate must leave the tree as it found it.
-        let launch_note = self
-            .events
-            .iter()
-            .filter(|e| e.get("type").and_then(Value::as_str) == Some("delegation"))
-            .filter(|e| e.get("delegation_id").and_then(Value::as_str) == Some(delegation_id))
-            .find_map(|e| {
-                e.get("note")
-                    .and_then(Value::as_str)
-                    .and_then(|n| n.strip_prefix("read-only tree "))
-                    .map(str::to_owned)
-            });
-        if let Some(before) = launch_note
-            && tree_fingerprint(&self.plan.repo_root()).as_deref() != Some(before.as_str())
+        let mut body = Map::new();
+        for k in
+            ["task", "delegation_id", "transport", "via", "kind", "profile", "target", "worktree"]
         {
-            state = "failed".to_owned();
-            note = Some("the read-only delegate changed the work tree".to_owned());
+            if let Some(v) = prior.get(k) {
+                body.insert(k.to_owned(), v.clone());
+            }
         }
-        if let Some(rp) = result_path.filter(|_| state != "cancelled") {
-            let inside = safe_relative(rp) && !rp.split('/').any(|p| p == "..");
-            let file = [self.plan.dir.join(rp), self.plan.repo_root().join(rp)]
-                .into_iter()
-                .find(|p| p.is_file());
-            let Some(file) = file.filter(|_| inside) else {
+        let mark = prior.get("note").and_then(Value::as_str).unwrap_or("");
+        let launched_fp = mark
+            .strip_prefix(READ_ONLY_MARK)
+            .map(|rest| rest.split(' ').next().unwrap_or("").to_owned());
+        let root = self.plan.repo_root();
+        let changed = launched_fp.is_some_and(|fp| fp != tree_fingerprint(&root));
+        if cancel {
+            if changed {
+                body.insert("state".to_owned(), s("failed"));
+                self.append_raw(
+                    "delegation",
+                    body,
+                    actor,
+                    Some("read-only delegate: the working tree changed between launch and cancel"),
+                    None,
+                    None,
+                )?;
                 return Err(self.refuse_delegation(
                     task_id,
-                    format!(
-                        "result_path {} does not resolve inside the plan or the repository",
-                        repr_str(rp)
-                    ),
+                    format!("delegation {key} was launched read-only but the working tree changed — recorded failed, not cancelled"),
                 ));
-            };
-            let bytes = std::fs::read(&file).map_err(|e| crate::io_fail(&file, e))?;
-            payload.insert("result_path".to_owned(), s(rp));
-            payload.insert(
-                "result_digest".to_owned(),
-                s(&canonical_json::digest::sha256_prefixed(&bytes)),
-            );
+            }
+            body.insert("state".to_owned(), s("cancelled"));
+        } else {
+            let state = spec.get("state").and_then(Value::as_str).unwrap_or("");
+            if !["completed", "failed"].contains(&state) {
+                return Err(DelegateError::Ledger(LedgerError::Failed(
+                    "collect needs state completed|failed".to_owned(),
+                )));
+            }
+            body.insert("state".to_owned(), s(state));
+            if changed {
+                body.insert("state".to_owned(), s("failed"));
+                self.append_raw(
+                    "delegation",
+                    body,
+                    actor,
+                    Some("read-only delegate: the working tree changed between launch and collect"),
+                    None,
+                    None,
+                )?;
+                return Err(self.refuse_delegation(
+                    task_id,
+                    format!("delegation {key} was launched read-only but the working tree changed — recorded failed; run the task here or mark it parallel_safe"),
+                ));
+            }
+            match spec.get("result_path") {
+                None | Some(Value::Null) => {}
+                Some(v) => {
+                    let rp = v.as_str().unwrap_or("");
+                    if rp.is_empty() || rp.starts_with('/') || rp.split('/').any(|p| p == "..") {
+                        return Err(DelegateError::Ledger(LedgerError::Failed(
+                            "result_path must be a relative path inside the plan or repository"
+                                .to_owned(),
+                        )));
+                    }
+                    body.insert("result_path".to_owned(), s(rp));
+                    for base in [self.plan.dir.clone(), root.clone()] {
+                        let full = base.join(rp);
+                        let (Ok(real), Ok(real_base)) = (full.canonicalize(), base.canonicalize())
+                        else {
+                            continue;
+                        };
+                        if full.is_file() && real.starts_with(&real_base) {
+                            let bytes =
+                                std::fs::read(&real).map_err(|e| crate::io_fail(&real, e))?;
+                            body.insert(
+                                "result_digest".to_owned(),
+                                s(&canonical_json::digest::sha256_prefixed(&bytes)),
+                            );
+                            break;
+                        }
+                    }
+                }
+            }
         }
-        payload.insert("state".to_owned(), s(&state));
-        let helper = self.helper();
-        Ok(self.append_raw("delegation", payload, helper, note.as_deref(), None, None)?)
+        let note = spec
+            .get("note")
+            .filter(|v| dwp::py::truthy(Some(v)))
+            .map(|v| dwp::py::str_opt(Some(v)));
+        Ok(self.append_raw("delegation", body, actor, note.as_deref(), None, None)?)
     }
 }
 
-/// The `actor` used by delegation events (for callers that need it).
+/// The `actor` used by delegation refusals (for callers that need it).
 pub fn delegation_actor(generation: Generation) -> Value {
     actor("helper", generation.ledger_identity())
 }

@@ -25,7 +25,7 @@ fn launch(s: &Scratch, json: &str, caps: &str) -> std::process::Output {
     s.ledger(&["delegate", "launch", "--task", "T-one", "--json", json, "--caps", caps])
 }
 
-const READ_ONLY: &str = r#"{"via":"kit","transport":"headless","worktree":null,"prompt":"summarise src.txt","delegation_id":"d1"}"#;
+const READ_ONLY: &str = r#"{"via":"kit","transport":"headless","worktree":null,"prompt_digest":"sha256:0000000000000000000000000000000000000000000000000000000000000000","delegation_id":"d1"}"#;
 
 fn install_addon(s: &Scratch) {
     let dir = s.root.join(".dwp/addons/kit");
@@ -33,7 +33,7 @@ fn install_addon(s: &Scratch) {
     std::fs::write(dir.join("detect.sh"), "echo '{\"interface\": 1}'\n").unwrap();
     std::fs::write(
         dir.join("addon.json"),
-        r#"{"key":"kit","product":{"repo":"Example/kit","tag":"v1.0.0","interface":1},"detect":{"command":"sh .dwp/addons/kit/detect.sh","interface_from":"json:interface"},"provides_abilities":["subagents"],"requires_grants":["agent_delegation"],"transport":"headless"}"#,
+        r#"{"schema":"https://deepworkplan.com/schema/addon-descriptor/v1.json","key":"kit","product":{"repo":"Example/kit","tag":"v1.0.0","interface":1},"detect":{"command":"sh .dwp/addons/kit/detect.sh","interface_from":"json:interface"},"provides_abilities":["subagents"],"requires_grants":["agent_delegation"],"transport":"headless"}"#,
     )
     .unwrap();
     std::fs::write(s.root.join(".dwp/config.json"), r#"{"addons":{"kit":{"enabled":true}}}"#)
@@ -64,15 +64,18 @@ fn launch_refusals_are_recorded_and_exit_5() {
     expect(
         &launch(&s, READ_ONLY, "{}"),
         5,
-        "T-one has no task_start - a delegation runs inside a started attempt",
+        "the task has not started - start it before delegating",
     );
     s.ledger(&["start", "--task", "T-one"]);
     let writable = READ_ONLY.replace(r#""worktree":null"#, r#""worktree":"../wt""#);
     expect(
         &launch(&s, &writable, "{}"),
         5,
-        "T-one is not parallel_safe - only a read-only delegate (worktree null) may run beside it",
+        "the task is not marked parallel_safe by create and the delegate is not read-only (worktree null)",
     );
+    expect(&launch(&s, READ_ONLY, "{}"), 5, "via 'kit' is not a valid in-pack addon (");
+    install_addon(&s);
+    std::fs::write(s.root.join(".dwp/config.json"), r#"{"addons":{}}"#).unwrap();
     expect(
         &launch(&s, READ_ONLY, "{}"),
         5,
@@ -84,15 +87,18 @@ fn launch_refusals_are_recorded_and_exit_5() {
         5,
         "(effective subagents sources: host)",
     );
-    install_addon(&s);
     let interactive = READ_ONLY.replace("headless", "interactive");
     expect(
         &launch(&s, &interactive, "{}"),
         5,
         "addon kit carries transport 'headless', not 'interactive'",
     );
-    assert_eq!(refusals(&s), 5);
-    expect(&s.ledger(&["delegate", "launch", "--task", "T-one"]), 2, "requires --json");
+    assert_eq!(refusals(&s), 6);
+    expect(
+        &s.ledger(&["delegate", "launch", "--json", READ_ONLY]),
+        2,
+        "delegate launch requires --task",
+    );
 }
 
 #[test]
@@ -100,18 +106,18 @@ fn a_delegation_launches_collects_and_never_satisfies_a_criterion() {
     let s = v7(true);
     s.ledger(&["start", "--task", "T-one"]);
     install_addon(&s);
-    expect(&launch(&s, READ_ONLY, "{}"), 0, "OK: delegation d1 launched at seq 3");
+    expect(
+        &launch(&s, READ_ONLY, "{}"),
+        0,
+        "OK: delegation d1 launched at seq 3 (asserted until a gate observes the result)",
+    );
     let ev = s.journal().last().cloned().unwrap();
     assert_eq!(ev.get("type").and_then(Value::as_str), Some("delegation"));
     assert!(ev.get("prompt_digest").and_then(Value::as_str).unwrap().starts_with("sha256:"));
     assert!(ev.get("note").and_then(Value::as_str).unwrap().starts_with("read-only tree "));
     assert_eq!(ev.get("worktree"), Some(&Value::Null));
-    expect(&launch(&s, READ_ONLY, "{}"), 5, "delegation id d1 is already used");
-    expect(
-        &s.ledger(&["delegate", "observe", "--task", "T-one"]),
-        0,
-        "d1 launched via kit (seq 3)",
-    );
+    expect(&launch(&s, READ_ONLY, "{}"), 5, "delegation_id d1 already recorded");
+    expect(&s.ledger(&["delegate", "observe", "--task", "T-one"]), 0, "\"delegation_id\": \"d1\",");
 
     // A read-only delegate that changed the tree fails.
     let d2 = READ_ONLY.replace("\"d1\"", "\"d2\"");
@@ -126,8 +132,8 @@ fn a_delegation_launches_collects_and_never_satisfies_a_criterion() {
             "--json",
             r#"{"delegation_id":"d2"}"#,
         ]),
-        0,
-        "OK: delegation d2 failed",
+        5,
+        "delegation d2 was launched read-only but the working tree changed — recorded failed, not cancelled",
     );
     std::fs::write(s.root.join("src.txt"), "hello\n").unwrap();
 
@@ -179,7 +185,7 @@ fn a_delegation_launches_collects_and_never_satisfies_a_criterion() {
             r#"{"delegation_id":"zz"}"#,
         ]),
         5,
-        "unknown delegation zz",
+        "no launched delegation 'zz' for this task",
     );
     expect(&s.ledger(&["complete", "--task", "T-one"]), 0, "OK: T-one criteria satisfied");
 }

@@ -8,6 +8,7 @@ mod contract;
 mod crash;
 mod delegate;
 mod golden;
+mod golden_delegate;
 mod golden_scheduler;
 mod golden_views;
 mod hostile;
