@@ -502,6 +502,33 @@ fn goldens_match_upstream_when_the_pack_is_at_hand() {
     regen_or_check(&golden_dir(), &run_scenario(Tool::Upstream(&pack)));
 }
 
+/// Asserts that `dwp` `produced` exactly the golden files in `dir` (same bytes, no file missing
+/// on either side). Shared by the golden folders whose outputs need no known divergences.
+pub(crate) fn assert_matches_goldens(dir: &Path, produced: &[(String, String)]) {
+    let mut failures = Vec::new();
+    for (name, body) in produced {
+        let golden = std::fs::read_to_string(dir.join(name))
+            .unwrap_or_else(|e| panic!("golden {name} unreadable: {e}"));
+        if &golden != body {
+            failures.push(format!("== {name}\n-- upstream (golden)\n{golden}\n-- dwp\n{body}"));
+        }
+    }
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !["regen.sh", "README.md", "UPSTREAM_COMMIT"].contains(&name.as_str())
+            && !produced.iter().any(|(n, _)| *n == name)
+        {
+            failures.push(format!("== {name}: upstream produced it, dwp did not"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} golden mismatch(es):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 /// With `DWP_GOLDEN_REGEN`, rewrites the goldens in `dir` from what upstream `produced`;
 /// otherwise asserts upstream still produces them. Shared by every golden folder.
 pub(crate) fn regen_or_check(dir: &Path, produced: &[(String, String)]) {

@@ -327,30 +327,5 @@ fn golden_delegate_matches_upstream_when_the_pack_is_at_hand() {
 /// upstream did.
 #[test]
 fn dwp_reproduces_the_upstream_delegate_goldens() {
-    let dir = golden_dir();
-    let produced = run_scenario(Tool::Dwp);
-    let mut failures = Vec::new();
-    let mut names: Vec<&str> = Vec::new();
-    for (name, body) in &produced {
-        names.push(name);
-        let golden = std::fs::read_to_string(dir.join(name))
-            .unwrap_or_else(|e| panic!("golden {name} unreadable: {e}"));
-        if &golden != body {
-            failures.push(format!("== {name}\n-- upstream (golden)\n{golden}\n-- dwp\n{body}"));
-        }
-    }
-    for e in std::fs::read_dir(&dir).unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !["regen.sh", "README.md", "UPSTREAM_COMMIT"].contains(&name.as_str())
-            && !names.contains(&name.as_str())
-        {
-            failures.push(format!("== {name}: upstream produced it, dwp did not"));
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{} golden mismatch(es):\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    crate::golden::assert_matches_goldens(&golden_dir(), &run_scenario(Tool::Dwp));
 }
