@@ -77,9 +77,13 @@ enum Command {
     },
     /// Run the hub: the Core HTTP API on a simulated device, stored in SQLite, until Ctrl-C
     ///
-    /// Non-open endpoints need `Authorization: Bearer <token>`: --token, else the environment
-    /// variable COOKWALA_HUB_TOKEN, else a token generated into DATA/token (mode 0600) on first
-    /// start. Executions left running by an unclean stop are ended safely on restart.
+    /// Non-open endpoints need `Authorization: Bearer <token>`. Tokens and their roles (owner,
+    /// cook, agent, viewer) live in a tokens file, DATA/tokens.json by default, created on first
+    /// start (mode 0600) with one owner token; add entries by editing it ({"name", "role",
+    /// "token" or "sha256", and "agent" for agent tokens). --token or the environment variable
+    /// COOKWALA_HUB_TOKEN add an owner token for scripts. Open to all: capabilities, safety
+    /// limits, recalls, incidents, stop, /.well-known/cookwala.json and /openapi.yaml.
+    /// Executions left running by an unclean stop are ended safely on restart.
     Serve {
         /// Listen address
         #[arg(long, default_value = "127.0.0.1:7878")]
@@ -90,9 +94,12 @@ enum Command {
         /// Simulated time runs N times real time
         #[arg(long, default_value_t = 60.0)]
         speed: f64,
-        /// Bearer token for non-open endpoints
+        /// An extra owner token (else the environment variable COOKWALA_HUB_TOKEN)
         #[arg(long)]
         token: Option<String>,
+        /// The tokens file with roles (default DATA/tokens.json; created on first start)
+        #[arg(long, value_name = "FILE")]
+        tokens: Option<PathBuf>,
         /// Device served at the root: a device id (built-in or loaded with --devices /
         /// --bundle) or a capabilities JSON file
         #[arg(long, default_value = cookwala_sim::builtin::DEFAULT_DEVICE)]
@@ -100,6 +107,11 @@ enum Command {
         /// Serve this OpenAPI file at /openapi.yaml instead of the hub's own description
         #[arg(long)]
         spec: Option<PathBuf>,
+        /// Inline the Cookwala JSON Schemas from DIR (e.g. a checkout's schemas/ folder) into
+        /// the served OpenAPI description, so offline tools (schemathesis, code generators)
+        /// get a self-contained one
+        #[arg(long, value_name = "DIR")]
+        schemas: Option<PathBuf>,
         /// Load the recipes and devices of an upstream samples bundle.json (devices are named
         /// by their bundle key, e.g. demo-hob-robot)
         #[arg(long, value_name = "FILE")]
@@ -660,19 +672,31 @@ fn run(cli: Cli) -> Result<bool> {
                 json,
             })
         }
-        Command::Serve { addr, data, speed, token, device, spec, bundle, recipes, devices } => {
-            commands::serve::run(commands::serve::ServeArgs {
-                addr,
-                data,
-                speed,
-                token,
-                device,
-                spec,
-                bundle,
-                recipes,
-                devices,
-            })
-        }
+        Command::Serve {
+            addr,
+            data,
+            speed,
+            token,
+            tokens,
+            device,
+            spec,
+            schemas,
+            bundle,
+            recipes,
+            devices,
+        } => commands::serve::run(commands::serve::ServeArgs {
+            addr,
+            data,
+            speed,
+            token,
+            tokens,
+            device,
+            spec,
+            schemas,
+            bundle,
+            recipes,
+            devices,
+        }),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen { alg, kid, out, valid_from, json } => {

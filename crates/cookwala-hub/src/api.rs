@@ -10,14 +10,13 @@ use canonical_json::{Map, Value};
 use cookwala::dryrun::RefusalReason;
 use cookwala_sim::Simulation;
 
+use crate::auth::{Action, Principal, Role};
 use crate::error::ApiError;
 use crate::hub::{Hub, RunConfig, jcs_text, snapshot};
 use crate::storage::{ExecutionRecord, IdempotencyRecord};
 
 /// The media type of Cookwala bodies.
 pub const COOKWALA_JSON: &str = "application/vnd.cookwala+json";
-
-const OWN_SPEC: &str = include_str!("openapi.yaml");
 
 /// The router for `hub`.
 pub fn app(hub: Hub) -> Router {
@@ -29,9 +28,10 @@ pub fn app(hub: Hub) -> Router {
         .route("/v1/executions/{id}/log", get(log))
         .route("/v1/safety-limits", get(safety_limits))
         .route("/v1/capabilities", get(capabilities))
-        .route("/v1/recalls", get(recalls))
+        .route("/v1/recalls", get(crate::recalls::list).post(crate::recalls::publish))
         .route("/v1/incidents", post(incident))
         .route("/openapi.yaml", get(openapi))
+        .route("/openapi.json", get(openapi))
         .merge(crate::tools::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
@@ -77,28 +77,66 @@ fn replay(rec: &IdempotencyRecord) -> Response {
     res
 }
 
-pub(crate) fn authorize(hub: &Hub, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(expected) = &hub.inner.config.token else { return Ok(()) };
+/// Who sent the request, if they may perform `action`: 401 without a known bearer token, 403
+/// when the token's role does not allow it. With auth off, everyone is an anonymous owner.
+pub(crate) fn authenticate(
+    hub: &Hub,
+    headers: &HeaderMap,
+    action: Action,
+) -> Result<Principal, ApiError> {
+    let config = &hub.inner.config;
+    if config.token.is_none() && config.tokens.is_empty() {
+        return Ok(Principal { name: "anonymous".into(), role: Role::Owner, agent: None });
+    }
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
-    match given {
-        Some(t) if constant_time_eq(t.as_bytes(), expected.as_bytes()) => Ok(()),
-        _ => Err(ApiError::new(
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    let who = given.and_then(|t| {
+        let owner = config
+            .token
+            .as_deref()
+            .is_some_and(|o| crate::auth::constant_time_eq(t.as_bytes(), o.as_bytes()));
+        if owner {
+            return Some(Principal { name: "owner".into(), role: Role::Owner, agent: None });
+        }
+        config.tokens.find(t).map(|e| Principal {
+            name: e.name.clone(),
+            role: e.role,
+            agent: e.agent.clone(),
+        })
+    });
+    let Some(who) = who else {
+        return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "a bearer token is required (Authorization: Bearer <token>)",
-        )),
+        ));
+    };
+    if !who.role.allows(action) {
+        let what = match action {
+            Action::Read => "read",
+            Action::Cook => "start or resume executions",
+            Action::Admin => "change the hub's catalog",
+        };
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "the token {:?} has the role {}, which may not {what}",
+                who.name,
+                who.role.as_str()
+            ),
+        ));
     }
+    Ok(who)
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// 401 unless the request carries a token that may read.
+pub(crate) fn authorize(hub: &Hub, headers: &HeaderMap) -> Result<(), ApiError> {
+    authenticate(hub, headers, Action::Read).map(|_| ())
 }
 
 /// The `Idempotency-Key` header, checked (8–128 printable characters).
@@ -116,7 +154,7 @@ fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     Ok(Some(key.to_owned()))
 }
 
-fn require_key(headers: &HeaderMap) -> Result<String, ApiError> {
+pub(crate) fn require_key(headers: &HeaderMap) -> Result<String, ApiError> {
     idempotency_key(headers)?.ok_or_else(|| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -153,7 +191,7 @@ pub(crate) fn parse_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, Ap
 }
 
 /// `sha256:<hex>` of the route and the canonical body (raw bytes if the body is not JSON).
-fn request_digest(route: &str, body: &[u8]) -> String {
+pub(crate) fn request_digest(route: &str, body: &[u8]) -> String {
     let mut bytes = route.as_bytes().to_vec();
     bytes.push(b'\n');
     match canonical_json::parse(body).ok().and_then(|v| canonical_json::to_jcs(&v).ok()) {
@@ -164,7 +202,11 @@ fn request_digest(route: &str, body: &[u8]) -> String {
 }
 
 /// The stored answer for `key`, or a 422 when the key was used for another request.
-async fn lookup_key(hub: &Hub, key: &str, digest: &str) -> Result<Option<Response>, ApiError> {
+pub(crate) async fn lookup_key(
+    hub: &Hub,
+    key: &str,
+    digest: &str,
+) -> Result<Option<Response>, ApiError> {
     let k = key.to_owned();
     match hub.db(move |s| s.idempotency(&k)).await? {
         Some(rec) if rec.digest == digest => Ok(Some(replay(&rec))),
@@ -177,13 +219,28 @@ async fn lookup_key(hub: &Hub, key: &str, digest: &str) -> Result<Option<Respons
     }
 }
 
-fn idem_record(key: &str, digest: &str, status: StatusCode, body: &Value) -> IdempotencyRecord {
+pub(crate) fn idem_record(
+    key: &str,
+    digest: &str,
+    status: StatusCode,
+    body: &Value,
+) -> IdempotencyRecord {
     IdempotencyRecord {
         key: key.to_owned(),
         digest: digest.to_owned(),
         status: status.as_u16(),
         body: jcs_text(body),
     }
+}
+
+/// The first few validation issues, `pointer message; …`.
+pub(crate) fn issue_list(issues: &[cookwala::documents::Issue]) -> String {
+    let list: Vec<String> = issues
+        .iter()
+        .take(5)
+        .map(|i| format!("{} {}", if i.pointer.is_empty() { "/" } else { &i.pointer }, i.message))
+        .collect();
+    list.join("; ")
 }
 
 fn parse_stored(text: &str) -> Result<Value, ApiError> {
@@ -218,7 +275,7 @@ async fn start(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
+    let who = authenticate(&hub, &headers, Action::Cook)?;
     let key = require_key(&headers)?;
     let doc = parse_object(&headers, &body)?;
     let digest = request_digest("POST /v1/executions", &body);
@@ -238,7 +295,17 @@ async fn start(
     }
     let recipe_ref = str_field(&doc, "recipe")?;
     str_field(&doc, "recipeHash")?;
-    str_field(&doc, "requestedBy")?;
+    let requested_by = str_field(&doc, "requestedBy")?;
+    if who.role == Role::Agent && who.agent.as_deref() != Some(requested_by) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "this token speaks for {}; requestedBy is {requested_by}",
+                who.agent.as_deref().unwrap_or("no agent")
+            ),
+        ));
+    }
     let body_key = str_field(&doc, "idempotencyKey")?;
     if !(8..=128).contains(&body_key.chars().count()) {
         return Err(ApiError::bad_request("idempotencyKey must be 8 to 128 characters"));
@@ -260,6 +327,18 @@ async fn start(
         e.refusal = Some(RefusalReason::UnsupportedVersion.as_str());
         return Err(e);
     }
+    // The rest of the document, with the types the Core schema gives it.
+    let report = cookwala::documents::validate(
+        &doc,
+        Some("ExecuteRequest"),
+        cookwala::vocab::Vocabulary::builtin(),
+    );
+    if !report.is_valid() {
+        return Err(ApiError::bad_request(format!(
+            "not a valid ExecuteRequest: {}",
+            issue_list(&report.errors)
+        )));
+    }
     // 3. duplicate id.
     let lookup = id.clone();
     if live.contains_key(&id) || hub.db(move |s| s.execution(&lookup)).await?.is_some() {
@@ -279,11 +358,15 @@ async fn start(
     let now_ms = crate::unix_ms();
     let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
+    let recalls = crate::recalls::blocking(&hub.recalls());
     let outcome = cookwala::precheck::precheck(&cookwala::precheck::Context {
         request: &doc,
         recipe: recipe.as_ref(),
-        recalls: &[],
-        keys: None,
+        recalls: &recalls,
+        // An agent's mandate must carry a principal signature the hub can verify; a person's
+        // request is checked when the hub has trusted keys to check it with.
+        keys: (who.role == Role::Agent || !hub.inner.config.trusted_keys.is_empty())
+            .then_some(&hub.inner.config.trusted_keys),
         confirmed: &[],
         busy: !live.is_empty(),
         now,
@@ -442,7 +525,7 @@ async fn resume(
     Path(id): Path<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
+    authenticate(&hub, &headers, Action::Cook)?;
     let key = require_key(&headers)?;
     if !body.is_empty() {
         parse_object(&headers, &body)?;
@@ -511,14 +594,11 @@ async fn capabilities(State(hub): State<Hub>) -> Response {
     doc_response(StatusCode::OK, &hub.inner.device)
 }
 
-async fn recalls() -> Response {
-    doc_response(StatusCode::OK, &Value::Array(Vec::new()))
-}
-
 async fn openapi(State(hub): State<Hub>) -> Response {
-    let text = hub.inner.config.spec.clone().unwrap_or_else(|| OWN_SPEC.to_owned());
+    let text = hub.inner.config.spec.clone().unwrap_or_else(|| crate::openapi::OWN_SPEC.to_owned());
     let mut res = (StatusCode::OK, text).into_response();
-    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/yaml"));
+    // JSON is YAML too: one text serves both paths.
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     res
 }
 
@@ -543,17 +623,9 @@ async fn incident(
         ));
     }
     if !report.is_valid() {
-        let issues: Vec<String> = report
-            .errors
-            .iter()
-            .take(5)
-            .map(|i| {
-                format!("{} {}", if i.pointer.is_empty() { "/" } else { &i.pointer }, i.message)
-            })
-            .collect();
         return Err(ApiError::bad_request(format!(
             "not a valid IncidentReport: {}",
-            issues.join("; ")
+            issue_list(&report.errors)
         )));
     }
     if let Some(what) = crate::privacy::personal_text(&doc) {

@@ -21,8 +21,13 @@ pub struct HubConfig {
     /// Simulated milliseconds per real millisecond (0 = the clock only moves through
     /// [`Hub::advance`]).
     pub speed: f64,
-    /// The bearer token for non-open endpoints; `None` disables auth (tests only).
+    /// An owner token for non-open endpoints (`--token`, `COOKWALA_HUB_TOKEN`). With no
+    /// token here and no [`HubConfig::tokens`], auth is off (tests only).
     pub token: Option<String>,
+    /// Tokens with roles (a tokens file; see [`crate::auth`]).
+    pub tokens: crate::auth::Tokens,
+    /// Keys the hub trusts for signatures it checks (agent mandates, recalls).
+    pub trusted_keys: cookwala::keys::KeySet,
     /// The OpenAPI text served at `/openapi.yaml` (`None`: the hub's own description).
     pub spec: Option<String>,
 }
@@ -34,6 +39,8 @@ impl Default for HubConfig {
             catalog: Catalog::builtin(),
             speed: 60.0,
             token: None,
+            tokens: crate::auth::Tokens::new(),
+            trusted_keys: cookwala::keys::KeySet::new(),
             spec: None,
         }
     }
@@ -118,6 +125,8 @@ pub(crate) struct Inner {
     pub live: Mutex<BTreeMap<String, Simulation>>,
     /// Executions ended safely at start-up because the previous process stopped uncleanly.
     pub recovered: Vec<String>,
+    /// Published recalls, oldest `issuedAt` first (a copy of the stored ones).
+    pub recalls: std::sync::RwLock<Vec<Value>>,
 }
 
 /// The most simulated time one clock step may cover (one hour).
@@ -142,7 +151,16 @@ impl Hub {
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
         let s = storage.clone();
         let catalog = config.catalog.clone();
-        let recovered = tokio::task::spawn_blocking(move || recover(&*s, &catalog)).await??;
+        let (recovered, recalls) = tokio::task::spawn_blocking(move || {
+            let recovered = recover(&*s, &catalog)?;
+            let recalls: Vec<Value> = s
+                .recalls()?
+                .iter()
+                .filter_map(|t| canonical_json::parse(t.as_bytes()).ok())
+                .collect();
+            Ok::<_, StorageError>((recovered, recalls))
+        })
+        .await??;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
@@ -151,6 +169,7 @@ impl Hub {
                 device,
                 live: Mutex::new(BTreeMap::new()),
                 recovered,
+                recalls: std::sync::RwLock::new(recalls),
             }),
         })
     }
@@ -158,6 +177,20 @@ impl Hub {
     /// Ids of the executions ended safely at start-up.
     pub fn recovered(&self) -> &[String] {
         &self.inner.recovered
+    }
+
+    /// The published recalls, oldest first.
+    pub fn recalls(&self) -> Vec<Value> {
+        self.inner.recalls.read().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Adds a just-stored recall to the in-memory copy, keeping `issuedAt` order.
+    pub(crate) fn push_recall(&self, recall: Value) {
+        if let Ok(mut list) = self.inner.recalls.write() {
+            let at = crate::recalls::issued_ms;
+            let pos = list.partition_point(|r| at(r) <= at(&recall));
+            list.insert(pos, recall);
+        }
     }
 
     /// The storage.

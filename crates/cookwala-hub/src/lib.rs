@@ -10,10 +10,13 @@
 //! lets a retried POST get the original answer.
 
 mod api;
+pub mod auth;
 pub mod catalog;
 pub mod error;
 mod hub;
+pub mod openapi;
 pub mod privacy;
+mod recalls;
 pub mod storage;
 mod tools;
 

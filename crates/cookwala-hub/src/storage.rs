@@ -150,10 +150,30 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// Any backend failure.
     fn incident_count(&self) -> Result<u64, StorageError>;
+
+    /// Stores a published recall (JCS text; `issued_ms` is its `issuedAt`) and the idempotency
+    /// record answering it. Returns false, storing nothing, when a recall with that id is
+    /// already stored.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn add_recall(
+        &self,
+        id: &str,
+        issued_ms: i64,
+        body: &str,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<bool, StorageError>;
+
+    /// Every stored recall (JCS text), oldest `issuedAt` first (ties by id).
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn recalls(&self) -> Result<Vec<String>, StorageError>;
 }
 
 /// The schema version this hub writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1
@@ -183,6 +203,14 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL,
         received_ms INTEGER NOT NULL
      );",
+    // 1 -> 2
+    "CREATE TABLE recalls (
+        id TEXT PRIMARY KEY,
+        issued_ms INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        received_ms INTEGER NOT NULL
+     );
+     CREATE INDEX recalls_issued ON recalls(issued_ms, id);",
 ];
 
 /// SQLite storage (one connection behind a mutex; WAL, `synchronous = FULL`).
@@ -377,5 +405,32 @@ impl Storage for SqliteStorage {
         let conn = self.conn.lock()?;
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM incidents", [], |r| r.get(0))?;
         Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    fn add_recall(
+        &self,
+        id: &str,
+        issued_ms: i64,
+        body: &str,
+        idem: Option<&IdempotencyRecord>,
+    ) -> Result<bool, StorageError> {
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        let added = tx.execute(
+            "INSERT OR IGNORE INTO recalls (id, issued_ms, body, received_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![id, issued_ms, body, now_ms()],
+        )? == 1;
+        if added && let Some(idem) = idem {
+            put_idem(&tx, idem)?;
+        }
+        tx.commit()?;
+        Ok(added)
+    }
+
+    fn recalls(&self) -> Result<Vec<String>, StorageError> {
+        let conn = self.conn.lock()?;
+        let mut stmt = conn.prepare("SELECT body FROM recalls ORDER BY issued_ms, id")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<Vec<String>, _>>()?)
     }
 }

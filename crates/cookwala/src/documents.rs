@@ -282,7 +282,23 @@ pub static INCIDENT_REPORT: Shape = Shape {
         f("recipe", Ty::GlobalRef),
         f("safetyLimitsFired", STRS),
         r("description", Ty::StrMax(4000)),
-        f("contributingFactors", Ty::Arr(&Ty::Any, 0)),
+        f(
+            "contributingFactors",
+            Ty::Arr(
+                &Ty::Enum(&[
+                    "sensor_missing",
+                    "sensor_fault",
+                    "envelope_unclear",
+                    "recipe_error",
+                    "agent_instruction",
+                    "human_override",
+                    "network",
+                    "power",
+                    "other",
+                ]),
+                0,
+            ),
+        ),
     ],
 };
 

@@ -152,32 +152,30 @@ pub fn ref_id(global_ref: &str) -> &str {
     last.rsplit('#').next().unwrap_or(last)
 }
 
-fn recall_refusal(recalls: &[Value], recipe: &Value, held: &str) -> Option<Refusal> {
-    let id = recipe.get("id").and_then(Value::as_str)?;
-    for rc in recalls {
-        for t in rc.get("targets").and_then(Value::as_array).unwrap_or_default() {
-            let Some(r) = t.get("ref").and_then(Value::as_str) else { continue };
-            if ref_id(r) != id {
-                continue;
-            }
-            let all = t.get("allRevisions").and_then(Value::as_bool) == Some(true);
-            let by_hash = t.get("hash").and_then(Value::as_str);
-            let by_rev = t.get("revision");
-            let hit = all
-                || by_hash.is_some_and(|h| h == held)
-                || by_rev.is_some_and(|rev| Some(rev) == recipe.get("revision"))
-                || (by_hash.is_none() && by_rev.is_none());
-            if hit {
-                let rid = rc.get("id").and_then(Value::as_str).unwrap_or("<unnamed>");
-                let why = rc.get("reason").and_then(Value::as_str).unwrap_or("unspecified");
-                return refusal(
-                    RefusalReason::RecipeRecalled,
-                    format!("recall {rid} ({why}) is in force"),
-                );
-            }
+/// Whether `recall` covers `recipe` (whose document hash is `held`): a target's `ref` names
+/// the recipe id, and the target takes all revisions, names this hash or revision, or names
+/// neither (a recall that does not say which revision covers all of them: fail safe).
+pub fn recall_covers(recall: &Value, recipe: &Value, held: &str) -> bool {
+    let Some(id) = recipe.get("id").and_then(Value::as_str) else { return false };
+    recall.get("targets").and_then(Value::as_array).unwrap_or_default().iter().any(|t| {
+        let Some(r) = t.get("ref").and_then(Value::as_str) else { return false };
+        if ref_id(r) != id {
+            return false;
         }
-    }
-    None
+        let all = t.get("allRevisions").and_then(Value::as_bool) == Some(true);
+        let by_hash = t.get("hash").and_then(Value::as_str);
+        let by_rev = t.get("revision");
+        all || by_hash.is_some_and(|h| h == held)
+            || by_rev.is_some_and(|rev| Some(rev) == recipe.get("revision"))
+            || (by_hash.is_none() && by_rev.is_none())
+    })
+}
+
+fn recall_refusal(recalls: &[Value], recipe: &Value, held: &str) -> Option<Refusal> {
+    let rc = recalls.iter().find(|rc| recall_covers(rc, recipe, held))?;
+    let rid = rc.get("id").and_then(Value::as_str).unwrap_or("<unnamed>");
+    let why = rc.get("reason").and_then(Value::as_str).unwrap_or("unspecified");
+    refusal(RefusalReason::RecipeRecalled, format!("recall {rid} ({why}) is in force"))
 }
 
 fn mandate_refusal(ctx: &Context<'_>) -> Option<Refusal> {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use cookwala_hub::auth::Tokens;
 use cookwala_hub::storage::SqliteStorage;
 use cookwala_hub::{Catalog, Hub, HubConfig};
 
@@ -25,12 +26,16 @@ pub struct ServeArgs {
     pub data: Option<PathBuf>,
     /// Simulated time per real time.
     pub speed: f64,
-    /// Bearer token (else the environment, else the data dir's token file).
+    /// An extra owner token (else the environment).
     pub token: Option<String>,
+    /// The tokens file (`None`: `DATA/tokens.json`).
+    pub tokens: Option<PathBuf>,
     /// Device served at the root: a catalog id or a capabilities file.
     pub device: String,
     /// An OpenAPI file to serve at /openapi.yaml instead of the hub's own description.
     pub spec: Option<PathBuf>,
+    /// A folder of Cookwala JSON Schemas to inline into the served description.
+    pub schemas: Option<PathBuf>,
     /// An upstream samples `bundle.json` to load recipes and devices from.
     pub bundle: Option<PathBuf>,
     /// Folders of recipe JSON files.
@@ -84,40 +89,73 @@ pub fn default_data_dir() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".local/share/cookwala"))
 }
 
-/// The token to require: `--token`, else `$COOKWALA_HUB_TOKEN`, else the data dir's `token`
-/// file (created with a fresh random token, mode 0600, on first start). The second value is
-/// the file the token came from.
-fn resolve_token(arg: Option<String>, data: &Path) -> Result<(String, Option<PathBuf>)> {
-    if let Some(t) = arg.filter(|t| !t.is_empty()) {
-        return Ok((t, None));
-    }
-    if let Ok(t) = std::env::var(TOKEN_ENV)
-        && !t.is_empty()
-    {
-        return Ok((t, None));
-    }
-    let path = data.join("token");
-    if path.exists() {
-        let t = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?
-            .trim()
-            .to_owned();
-        if t.is_empty() {
-            bail!("{} is empty; delete it to get a new token", path.display());
+/// The tokens the hub accepts and a line saying where they came from.
+///
+/// `--tokens FILE` (default `DATA/tokens.json`) is read; on first start it is created (mode
+/// 0600) holding one owner token, taken from a `DATA/token` file an earlier version wrote, or
+/// fresh from the OS. `--token` / `$COOKWALA_HUB_TOKEN` add an owner token on top.
+fn resolve_tokens(
+    arg: Option<String>,
+    file: Option<PathBuf>,
+    data: &Path,
+) -> Result<(Option<String>, Tokens, String)> {
+    let extra = arg
+        .filter(|t| !t.is_empty())
+        .or_else(|| std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()));
+    let path = file.unwrap_or_else(|| data.join("tokens.json"));
+    let created = if path.exists() {
+        false
+    } else {
+        let legacy = data.join("token");
+        let token = match std::fs::read_to_string(&legacy) {
+            Ok(t) if !t.trim().is_empty() => t.trim().to_owned(),
+            _ => {
+                let bytes: [u8; 24] = rand::random();
+                bytes.iter().map(|b| format!("{b:02x}")).collect()
+            }
+        };
+        let doc = Tokens::owner_document(&token);
+        let text = canonical_json::to_python_pretty(&doc).context("writing the tokens file")?;
+        write_private(&path, &text)?;
+        true
+    };
+    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let doc = canonical_json::parse(&bytes)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    let tokens = Tokens::parse(&doc).with_context(|| format!("{}", path.display()))?;
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(&path) {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            cookwala_hub::note(format_args!(
+                "cookwala serve: warning: {} is readable by other users; chmod 600 it",
+                path.display()
+            ));
         }
-        return Ok((t, Some(path)));
     }
-    let bytes: [u8; 24] = rand::random();
-    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let roles: Vec<String> =
+        tokens.entries().iter().map(|e| format!("{} ({})", e.name, e.role.as_str())).collect();
+    let mut note = format!(
+        "{} {}: {}",
+        if created { "created tokens file" } else { "tokens from" },
+        path.display(),
+        if roles.is_empty() { "none".to_owned() } else { roles.join(", ") }
+    );
+    if extra.is_some() {
+        note.push_str(&format!("\n  plus an owner token from --token / {TOKEN_ENV}"));
+    }
+    Ok((extra, tokens, note))
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&path).with_context(|| format!("creating {}", path.display()))?;
-    file.write_all(format!("{token}\n").as_bytes())
+    let mut file = options.open(path).with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(bytes)
         .and_then(|()| file.sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok((token, Some(path)))
+        .with_context(|| format!("writing {}", path.display()))
 }
 
 fn create_private_dir(dir: &Path) -> Result<()> {
@@ -152,6 +190,32 @@ async fn shutdown_signal() {
     cookwala_hub::note(format_args!("cookwala serve: shutting down"));
 }
 
+/// The description to serve at /openapi.yaml: `--spec` (or the hub's own), with the schemas
+/// of `--schemas` inlined.
+fn served_spec(spec: Option<&Path>, schemas: Option<&Path>) -> Result<Option<String>> {
+    let text = match spec {
+        Some(p) => {
+            Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)
+        }
+        None => None,
+    };
+    let Some(dir) = schemas else { return Ok(text) };
+    let source = text.as_deref().unwrap_or(cookwala_hub::openapi::OWN_SPEC);
+    let doc = canonical_json::parse(source.as_bytes())
+        .context("--schemas needs a JSON description (the hub's own, or a --spec in JSON)")?;
+    let files = cookwala_hub::openapi::load_schemas(dir).context("--schemas")?;
+    let bundled = cookwala_hub::openapi::bundle(&doc, &files).context("--schemas")?;
+    for file in &bundled.missing {
+        cookwala_hub::note(format_args!(
+            "cookwala serve: {file} is not in {}; the description accepts anything there",
+            dir.display()
+        ));
+    }
+    let bytes = canonical_json::to_python_pretty(&bundled.spec)
+        .context("writing the bundled description")?;
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 /// Runs the hub until Ctrl-C.
 ///
 /// # Errors
@@ -166,13 +230,8 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         None => default_data_dir()?,
     };
     create_private_dir(&data)?;
-    let (token, token_file) = resolve_token(args.token, &data)?;
-    let spec = match &args.spec {
-        Some(p) => {
-            Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)
-        }
-        None => None,
-    };
+    let (token, tokens, token_note) = resolve_tokens(args.token, args.tokens, &data)?;
+    let spec = served_spec(args.spec.as_deref(), args.schemas.as_deref())?;
     let db = data.join("hub.sqlite3");
     let storage =
         Arc::new(SqliteStorage::open(&db).with_context(|| format!("opening {}", db.display()))?);
@@ -180,8 +239,10 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         device_id: device.clone(),
         catalog,
         speed: args.speed,
-        token: Some(token),
+        token,
+        tokens,
         spec,
+        ..HubConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -198,10 +259,6 @@ pub fn run(args: ServeArgs) -> Result<bool> {
             .await
             .with_context(|| format!("binding {}", args.addr))?;
         let addr = listener.local_addr().context("reading the bound address")?;
-        let token_note = match token_file {
-            Some(path) => format!("bearer token in {}", path.display()),
-            None => format!("bearer token from --token / {TOKEN_ENV}"),
-        };
         let loaded = if n_recipes + n_devices > 0 {
             format!("loaded {n_recipes} recipe(s) and {n_devices} device(s) from files\n  ")
         } else {

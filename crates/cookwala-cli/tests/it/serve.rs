@@ -33,8 +33,10 @@ fn serve_generates_a_private_token_and_shuts_down_gracefully() {
         .trim()
         .parse()
         .unwrap_or_else(|e| panic!("{first}: {e}"));
-    let token_path = data.join("token");
-    let token = std::fs::read_to_string(&token_path).unwrap().trim().to_owned();
+    let token_path = data.join("tokens.json");
+    let doc = canonical_json::parse(&std::fs::read(&token_path).unwrap()).unwrap();
+    assert_eq!(doc.pointer("/tokens/0/role").and_then(|v| v.as_str()), Some("owner"));
+    let token = doc.pointer("/tokens/0/token").and_then(|v| v.as_str()).unwrap().to_owned();
     assert!(token.len() >= 32);
     #[cfg(unix)]
     {
@@ -60,6 +62,49 @@ fn serve_generates_a_private_token_and_shuts_down_gracefully() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     assert!(data.join("hub.sqlite3").exists());
+}
+
+#[test]
+fn serve_imports_a_legacy_token_and_refuses_a_bad_tokens_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    // A bad tokens file: a clear error naming the file and the entry, exit code non-zero.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"tokens":[{"name":"x","role":"chef","token":"0123456789abcdefghij"}]}"#)
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--tokens"])
+        .arg(&bad)
+        .arg("--data")
+        .arg(&data)
+        .env_remove("COOKWALA_HUB_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.json") && err.contains("tokens[0]") && err.contains("chef"), "{err}");
+    // A token file from an earlier version becomes the owner entry of the new tokens file.
+    std::fs::write(data.join("token"), "legacy-token-0123456789abcdef\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+        .arg(&data)
+        .env_remove("COOKWALA_HUB_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let authed = http(
+        addr,
+        "GET /v1/executions/ex-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer legacy-token-0123456789abcdef\r\n\r\n",
+    );
+    assert!(authed.starts_with("HTTP/1.1 404"), "{authed}");
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(child.wait().unwrap().success());
 }
 
 struct Server {

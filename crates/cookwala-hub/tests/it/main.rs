@@ -4,9 +4,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod api;
+mod auth;
 mod catalog;
+mod openapi;
+mod recalls;
 mod restart;
 mod samples;
+mod schemathesis;
 mod smoke;
 mod storage;
 mod support;

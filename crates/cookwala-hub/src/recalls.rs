@@ -1,0 +1,167 @@
+//! The recall feed: signed recalls published to the hub, listed with `?since=`, refusing new
+//! executions of what they cover, and stopping running ones when they say so.
+//!
+//! - `GET /v1/recalls[?since=<date-time>]` (open): the stored recalls issued at or after
+//!   `since`, oldest first. A `since` that is not an RFC 3339 date-time is a 400 problem.
+//! - `POST /v1/recalls` (owner token, `Idempotency-Key`): publishes one Recall. It must be a
+//!   valid Recall document whose signature verifies against the hub's trusted keys (`--keys`);
+//!   anything else is refused with a problem and stored nowhere. A recall id is published
+//!   once: the same document again answers 200 with the stored copy, another document under
+//!   the same id is a 409.
+//! - Recalls with `action` `block` or `block_and_stop_running` make the prechecks refuse new
+//!   executions of the recipes they cover (`recipe_recalled`); `warn` recalls are listed and
+//!   never block. A `block_and_stop_running` recall also stops, safely, every running
+//!   execution of a covered recipe (the stop reason names the recall).
+
+use axum::body::Bytes;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use canonical_json::{Map, Value};
+use cookwala::precheck::{recall_covers, ref_id};
+use cookwala::signature::{SignedKind, verify_signature};
+
+use crate::api::{
+    authenticate, doc_response, idem_record, lookup_key, parse_object, request_digest, require_key,
+};
+use crate::auth::Action;
+use crate::error::ApiError;
+use crate::hub::{Hub, jcs_text, snapshot};
+
+/// `?since=`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct Since {
+    since: Option<String>,
+}
+
+pub(crate) fn issued_ms(recall: &Value) -> Option<i64> {
+    let text = recall.get("issuedAt")?.as_str()?;
+    let t = cookwala::time::parse_timestamp(text).ok()?;
+    t.unix_seconds().checked_mul(1000)?.checked_add(i64::from(t.subsec_nanos() / 1_000_000))
+}
+
+/// The recalls that block new executions (every action but `warn`).
+pub(crate) fn blocking(all: &[Value]) -> Vec<Value> {
+    all.iter()
+        .filter(|r| r.get("action").and_then(Value::as_str) != Some("warn"))
+        .cloned()
+        .collect()
+}
+
+pub(crate) async fn list(
+    State(hub): State<Hub>,
+    query: Result<Query<Since>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
+    let since = match q.since.as_deref() {
+        None => None,
+        Some(text) => {
+            let t = cookwala::time::parse_timestamp(text).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "since must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z, not {text:?}"
+                ))
+            })?;
+            Some(t.unix_seconds().saturating_mul(1000) + i64::from(t.subsec_nanos() / 1_000_000))
+        }
+    };
+    let all = hub.recalls();
+    let list: Vec<Value> = all
+        .into_iter()
+        .filter(|r| since.is_none_or(|s| issued_ms(r).is_some_and(|at| at >= s)))
+        .collect();
+    Ok(doc_response(StatusCode::OK, &Value::Array(list)))
+}
+
+pub(crate) async fn publish(
+    State(hub): State<Hub>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    authenticate(&hub, &headers, Action::Admin)?;
+    let key = require_key(&headers)?;
+    let doc = parse_object(&headers, &body)?;
+    let digest = request_digest("POST /v1/recalls", &body);
+    let report =
+        cookwala::documents::validate(&doc, Some("Recall"), cookwala::vocab::Vocabulary::builtin());
+    if !report.is_valid() {
+        let issues: Vec<String> = report
+            .errors
+            .iter()
+            .take(5)
+            .map(|i| {
+                format!("{} {}", if i.pointer.is_empty() { "/" } else { &i.pointer }, i.message)
+            })
+            .collect();
+        return Err(ApiError::bad_request(format!("not a valid Recall: {}", issues.join("; "))));
+    }
+    let verdict = verify_signature(&doc, &hub.inner.config.trusted_keys, SignedKind::Document);
+    if !verdict.is_ok() {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unverified-signature",
+            format!(
+                "the recall's signature does not verify against the hub's trusted keys (--keys): {}",
+                verdict.reason.as_str()
+            ),
+        ));
+    }
+    let id = doc.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let issued = issued_ms(&doc)
+        .ok_or_else(|| ApiError::bad_request("issuedAt must be an RFC 3339 date-time"))?;
+    let mut live = hub.inner.live.lock().await;
+    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
+        return Ok(res);
+    }
+    if let Some(existing) =
+        hub.recalls().into_iter().find(|r| r.get("id").and_then(Value::as_str) == Some(&id))
+    {
+        if existing.loose_eq(&doc) {
+            return Ok(doc_response(StatusCode::OK, &existing));
+        }
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!("recall {id} is already published with other content; publish a new id"),
+        ));
+    }
+    let stops = doc.get("action").and_then(Value::as_str) == Some("block_and_stop_running");
+    let mut ack = Map::new();
+    ack.insert("published".into(), id.as_str().into());
+    let mut stopped = Vec::new();
+    let mut updates = Vec::new();
+    if stops {
+        for (exec_id, sim) in live.iter_mut() {
+            let lookup = exec_id.clone();
+            let Some(rec) = hub.db(move |s| s.execution(&lookup)).await? else { continue };
+            let Ok(request) = canonical_json::parse(rec.request.as_bytes()) else { continue };
+            let recipe_ref = request.get("recipe").and_then(Value::as_str).unwrap_or_default();
+            let catalog = &hub.inner.config.catalog;
+            let recipe_id = catalog.recipe_id(recipe_ref).unwrap_or_else(|| ref_id(recipe_ref));
+            let Some(recipe) = catalog.recipe(recipe_id) else { continue };
+            let held = canonical_json::digest::document_hash(recipe).unwrap_or_default();
+            if recall_covers(&doc, recipe, &held) {
+                sim.stop(&format!("recall {id}"));
+                updates.push(snapshot(exec_id, sim));
+                stopped.push(Value::from(exec_id.as_str()));
+            }
+        }
+    }
+    ack.insert("stopped".into(), Value::Array(stopped));
+    let ack = Value::Object(ack);
+    let idem = idem_record(&key, &digest, StatusCode::CREATED, &ack);
+    let text = jcs_text(&doc);
+    let rid = id.clone();
+    let added = hub
+        .db(move |s| {
+            for u in &updates {
+                s.update_execution(u, None)?;
+            }
+            s.add_recall(&rid, issued, &text, Some(&idem))
+        })
+        .await?;
+    live.retain(|_, sim| !sim.is_final());
+    if added {
+        hub.push_recall(doc);
+    }
+    Ok(doc_response(StatusCode::CREATED, &ack))
+}
