@@ -110,6 +110,15 @@ enum Command {
         /// Load every *.json file in DIR as device capabilities, named by file stem; repeatable
         #[arg(long, value_name = "DIR")]
         devices: Vec<PathBuf>,
+        /// Run the Core vectors of this conformance folder (the standard's conformance/) at
+        /// start-up and serve the signed ConformanceReport at /v1/conformance
+        #[arg(long, value_name = "DIR")]
+        conformance: Option<PathBuf>,
+        /// Also publish these keys at /.well-known/cookwala.json, after the hub's own key
+        /// (kept in DATA/hub-key.json): KeyRecord lists, well-known or did:web documents;
+        /// repeatable
+        #[arg(long, value_name = "FILE")]
+        keys: Vec<PathBuf>,
     },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
@@ -660,19 +669,31 @@ fn run(cli: Cli) -> Result<bool> {
                 json,
             })
         }
-        Command::Serve { addr, data, speed, token, device, spec, bundle, recipes, devices } => {
-            commands::serve::run(commands::serve::ServeArgs {
-                addr,
-                data,
-                speed,
-                token,
-                device,
-                spec,
-                bundle,
-                recipes,
-                devices,
-            })
-        }
+        Command::Serve {
+            addr,
+            data,
+            speed,
+            token,
+            device,
+            spec,
+            bundle,
+            recipes,
+            devices,
+            conformance,
+            keys,
+        } => commands::serve::run(commands::serve::ServeArgs {
+            addr,
+            data,
+            speed,
+            token,
+            device,
+            spec,
+            bundle,
+            recipes,
+            devices,
+            conformance,
+            keys,
+        }),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen { alg, kid, out, valid_from, json } => {

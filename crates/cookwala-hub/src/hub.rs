@@ -1,6 +1,7 @@
 //! The hub state: live simulations, storage, the simulated clock and restart recovery.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use canonical_json::{Map, Value};
@@ -9,6 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::catalog::Catalog;
 use crate::error::ApiError;
+use crate::identity::HubKey;
 use crate::storage::{ExecutionRecord, StatusUpdate, Storage, StorageError};
 
 /// How the hub runs.
@@ -25,6 +27,14 @@ pub struct HubConfig {
     pub token: Option<String>,
     /// The OpenAPI text served at `/openapi.yaml` (`None`: the hub's own description).
     pub spec: Option<String>,
+    /// The hub's own signing key: it signs the conformance report and is published at
+    /// `/.well-known/cookwala.json` (`None`: nothing is signed).
+    pub key: Option<HubKey>,
+    /// Other keys the hub publishes next to its own (and verifies with when a client sends none).
+    pub trusted_keys: cookwala::KeySet,
+    /// A folder of conformance vectors (the standard's `conformance/`): the Core suites are run
+    /// once at start-up and the signed report is served at `/v1/conformance`.
+    pub conformance: Option<PathBuf>,
 }
 
 impl Default for HubConfig {
@@ -35,6 +45,9 @@ impl Default for HubConfig {
             speed: 60.0,
             token: None,
             spec: None,
+            key: None,
+            trusted_keys: cookwala::KeySet::new(),
+            conformance: None,
         }
     }
 }
@@ -52,6 +65,9 @@ pub enum HubError {
     /// A blocking task failed.
     #[error("blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),
+    /// The conformance vectors could not be run.
+    #[error(transparent)]
+    Conformance(#[from] crate::conformance::ConformanceError),
 }
 
 /// What is needed to rebuild an execution's simulation (stored with the execution).
@@ -118,6 +134,8 @@ pub(crate) struct Inner {
     pub live: Mutex<BTreeMap<String, Simulation>>,
     /// Executions ended safely at start-up because the previous process stopped uncleanly.
     pub recovered: Vec<String>,
+    /// The `/v1/conformance` body, built once at start-up.
+    pub conformance: Value,
 }
 
 /// The most simulated time one clock step may cover (one hour).
@@ -128,7 +146,7 @@ impl Hub {
     /// safely (never resumed).
     ///
     /// # Errors
-    /// The device is unknown, or the storage fails.
+    /// The device is unknown, the storage fails, or the conformance folder cannot be used.
     pub async fn open(storage: Arc<dyn Storage>, config: HubConfig) -> Result<Hub, HubError> {
         let device_id = config
             .catalog
@@ -143,6 +161,7 @@ impl Hub {
         let s = storage.clone();
         let catalog = config.catalog.clone();
         let recovered = tokio::task::spawn_blocking(move || recover(&*s, &catalog)).await??;
+        let conformance = crate::conformance::claim(&config, &device).await?;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
@@ -151,6 +170,7 @@ impl Hub {
                 device,
                 live: Mutex::new(BTreeMap::new()),
                 recovered,
+                conformance,
             }),
         })
     }

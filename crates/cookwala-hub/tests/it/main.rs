@@ -10,3 +10,4 @@ mod samples;
 mod smoke;
 mod storage;
 mod support;
+mod tools;
