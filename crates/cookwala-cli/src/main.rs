@@ -122,6 +122,15 @@ enum Command {
         /// Load every *.json file in DIR as device capabilities, named by file stem; repeatable
         #[arg(long, value_name = "DIR")]
         devices: Vec<PathBuf>,
+        /// Run the Core vectors of this conformance folder (the standard's conformance/) at
+        /// start-up and serve the signed ConformanceReport at /v1/conformance
+        #[arg(long, value_name = "DIR")]
+        conformance: Option<PathBuf>,
+        /// Also publish these keys at /.well-known/cookwala.json, after the hub's own key
+        /// (kept in DATA/hub-key.json): KeyRecord lists, well-known or did:web documents;
+        /// repeatable
+        #[arg(long, value_name = "FILE")]
+        keys: Vec<PathBuf>,
     },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
@@ -684,6 +693,8 @@ fn run(cli: Cli) -> Result<bool> {
             bundle,
             recipes,
             devices,
+            conformance,
+            keys,
         } => commands::serve::run(commands::serve::ServeArgs {
             addr,
             data,
@@ -696,6 +707,8 @@ fn run(cli: Cli) -> Result<bool> {
             bundle,
             recipes,
             devices,
+            conformance,
+            keys,
         }),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),

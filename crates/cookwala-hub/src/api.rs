@@ -32,6 +32,8 @@ pub fn app(hub: Hub) -> Router {
         .route("/v1/incidents", post(incident))
         .route("/openapi.yaml", get(openapi))
         .route("/openapi.json", get(openapi))
+        .route("/v1/conformance", get(crate::conformance::conformance))
+        .route("/.well-known/cookwala.json", get(crate::identity::well_known))
         .merge(crate::tools::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {

@@ -1,6 +1,7 @@
 //! The hub state: live simulations, storage, the simulated clock and restart recovery.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use canonical_json::{Map, Value};
@@ -9,6 +10,7 @@ use tokio::sync::Mutex;
 
 use crate::catalog::Catalog;
 use crate::error::ApiError;
+use crate::identity::HubKey;
 use crate::storage::{ExecutionRecord, StatusUpdate, Storage, StorageError};
 
 /// How the hub runs.
@@ -26,10 +28,17 @@ pub struct HubConfig {
     pub token: Option<String>,
     /// Tokens with roles (a tokens file; see [`crate::auth`]).
     pub tokens: crate::auth::Tokens,
-    /// Keys the hub trusts for signatures it checks (agent mandates, recalls).
+    /// Keys the hub trusts (`--keys`): it checks agent mandates and recalls with them, publishes
+    /// them next to its own, and the verify tool uses them when a client sends none.
     pub trusted_keys: cookwala::keys::KeySet,
     /// The OpenAPI text served at `/openapi.yaml` (`None`: the hub's own description).
     pub spec: Option<String>,
+    /// The hub's own signing key: it signs the conformance report and is published at
+    /// `/.well-known/cookwala.json` (`None`: nothing is signed).
+    pub key: Option<HubKey>,
+    /// A folder of conformance vectors (the standard's `conformance/`): the Core suites are run
+    /// once at start-up and the signed report is served at `/v1/conformance`.
+    pub conformance: Option<PathBuf>,
 }
 
 impl Default for HubConfig {
@@ -42,6 +51,8 @@ impl Default for HubConfig {
             tokens: crate::auth::Tokens::new(),
             trusted_keys: cookwala::keys::KeySet::new(),
             spec: None,
+            key: None,
+            conformance: None,
         }
     }
 }
@@ -59,6 +70,9 @@ pub enum HubError {
     /// A blocking task failed.
     #[error("blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),
+    /// The conformance vectors could not be run.
+    #[error(transparent)]
+    Conformance(#[from] crate::conformance::ConformanceError),
 }
 
 /// What is needed to rebuild an execution's simulation (stored with the execution).
@@ -127,6 +141,8 @@ pub(crate) struct Inner {
     pub recovered: Vec<String>,
     /// Published recalls, oldest `issuedAt` first (a copy of the stored ones).
     pub recalls: std::sync::RwLock<Vec<Value>>,
+    /// The `/v1/conformance` body, built once at start-up.
+    pub conformance: Value,
 }
 
 /// The most simulated time one clock step may cover (one hour).
@@ -137,7 +153,7 @@ impl Hub {
     /// safely (never resumed).
     ///
     /// # Errors
-    /// The device is unknown, or the storage fails.
+    /// The device is unknown, the storage fails, or the conformance folder cannot be used.
     pub async fn open(storage: Arc<dyn Storage>, config: HubConfig) -> Result<Hub, HubError> {
         let device_id = config
             .catalog
@@ -161,6 +177,7 @@ impl Hub {
             Ok::<_, StorageError>((recovered, recalls))
         })
         .await??;
+        let conformance = crate::conformance::claim(&config, &device).await?;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
@@ -170,6 +187,7 @@ impl Hub {
                 live: Mutex::new(BTreeMap::new()),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
+                conformance,
             }),
         })
     }

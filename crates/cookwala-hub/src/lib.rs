@@ -5,6 +5,10 @@
 //! [`app`] builds the axum router; [`Hub::spawn_clock`] moves simulated time at the configured
 //! speed; [`serve`] runs both on a listener until a shutdown signal.
 //!
+//! Beside Core, the hub serves the reference tools (`/v1/tools/*`, `src/tools.rs`), its
+//! conformance claim with a ConformanceReport run and signed at start-up ([`conformance`]), and
+//! its signing key at `/.well-known/cookwala.json` ([`identity`]).
+//!
 //! Every mutation of an execution happens under one lock and is committed (WAL,
 //! `synchronous = FULL`) before the response leaves, together with the idempotency record that
 //! lets a retried POST get the original answer.
@@ -12,8 +16,10 @@
 mod api;
 pub mod auth;
 pub mod catalog;
+pub mod conformance;
 pub mod error;
 mod hub;
+pub mod identity;
 pub mod openapi;
 pub mod privacy;
 mod recalls;
@@ -24,6 +30,7 @@ pub use api::{COOKWALA_JSON, app};
 pub use catalog::{Catalog, CatalogError};
 pub use error::ApiError;
 pub use hub::{Hub, HubConfig, HubError};
+pub use identity::HubKey;
 
 /// Writes one diagnostic line to stderr; a closed stderr is ignored (never a panic).
 pub fn note(line: std::fmt::Arguments<'_>) {

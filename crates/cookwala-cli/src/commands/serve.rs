@@ -1,7 +1,8 @@
 //! `cookwala serve`: the Cookwala hub (Core HTTP API on a simulated device) until Ctrl-C.
 //!
 //! Everything the hub needs comes from `cookwala-hub`; this command only resolves the data
-//! directory and the bearer token, opens the SQLite store, and runs the server with a graceful
+//! directory, the bearer token and the hub's signing key (`hub-key.json`, generated here from OS
+//! randomness on first start), opens the SQLite store, and runs the server with a graceful
 //! shutdown on Ctrl-C (and SIGTERM).
 
 use std::io::Write;
@@ -10,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use cookwala::keys::{SigningAlg, SigningKey};
 use cookwala_hub::auth::Tokens;
 use cookwala_hub::storage::SqliteStorage;
-use cookwala_hub::{Catalog, Hub, HubConfig};
+use cookwala_hub::{Catalog, Hub, HubConfig, HubKey};
 
 /// The environment variable the upstream sample client also reads.
 pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
@@ -42,6 +44,10 @@ pub struct ServeArgs {
     pub recipes: Vec<PathBuf>,
     /// Folders of capabilities JSON files.
     pub devices: Vec<PathBuf>,
+    /// A conformance vectors folder to run at start-up.
+    pub conformance: Option<PathBuf>,
+    /// Key set files published next to the hub key.
+    pub keys: Vec<PathBuf>,
 }
 
 /// The built-in catalog plus `--bundle`, `--recipes` and `--devices`, and the id of the root
@@ -232,6 +238,11 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     create_private_dir(&data)?;
     let (token, tokens, token_note) = resolve_tokens(args.token, args.tokens, &data)?;
     let spec = served_spec(args.spec.as_deref(), args.schemas.as_deref())?;
+    let trusted_keys = crate::commands::keys::load_keys(&args.keys).context("--keys")?;
+    let key_file = data.join(cookwala_hub::identity::HUB_KEY_FILE);
+    let (key, created) = HubKey::load_or_create(&key_file, || {
+        SigningKey::generate(SigningAlg::EdDsa, &mut rand::rng())
+    })?;
     let db = data.join("hub.sqlite3");
     let storage =
         Arc::new(SqliteStorage::open(&db).with_context(|| format!("opening {}", db.display()))?);
@@ -242,7 +253,9 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         token,
         tokens,
         spec,
-        ..HubConfig::default()
+        key: Some(key.clone()),
+        trusted_keys,
+        conformance: args.conformance,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -259,6 +272,12 @@ pub fn run(args: ServeArgs) -> Result<bool> {
             .await
             .with_context(|| format!("binding {}", args.addr))?;
         let addr = listener.local_addr().context("reading the bound address")?;
+        let key_note = format!(
+            "hub key {} in {}{}",
+            key.kid(),
+            key_file.display(),
+            if created { " (new)" } else { "" }
+        );
         let loaded = if n_recipes + n_devices > 0 {
             format!("loaded {n_recipes} recipe(s) and {n_devices} device(s) from files\n  ")
         } else {
@@ -266,7 +285,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  Ctrl-C stops the server\n",
+            "cookwala hub listening on http://{addr}\n  device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );

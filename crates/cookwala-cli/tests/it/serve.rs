@@ -43,6 +43,8 @@ fn serve_generates_a_private_token_and_shuts_down_gracefully() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&token_path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+        let key = data.join("hub-key.json");
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
     }
     let caps = http(addr, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(caps.starts_with("HTTP/1.1 200"), "{caps}");
@@ -71,8 +73,11 @@ fn serve_imports_a_legacy_token_and_refuses_a_bad_tokens_file() {
     std::fs::create_dir_all(&data).unwrap();
     // A bad tokens file: a clear error naming the file and the entry, exit code non-zero.
     let bad = dir.path().join("bad.json");
-    std::fs::write(&bad, r#"{"tokens":[{"name":"x","role":"chef","token":"0123456789abcdefghij"}]}"#)
-        .unwrap();
+    std::fs::write(
+        &bad,
+        r#"{"tokens":[{"name":"x","role":"chef","token":"0123456789abcdefghij"}]}"#,
+    )
+    .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
         .args(["serve", "--addr", "127.0.0.1:0", "--tokens"])
         .arg(&bad)
@@ -270,4 +275,73 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
     let out = serve(&["--device".as_ref(), "no-such-device".as_ref()]).wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown device no-such-device"));
+}
+
+fn body(response: &str) -> canonical_json::Value {
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    canonical_json::parse(body.as_bytes()).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+#[test]
+fn serve_signs_its_conformance_report_with_the_key_it_publishes() {
+    let Some(vectors) = test_support::shared("standards/cookwala/conformance") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let trusted = vectors.join("keys/report-test-keys.json");
+    let run = |data: &std::path::Path| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token", "--data"])
+            .arg(data)
+            .arg("--conformance")
+            .arg(&vectors)
+            .arg("--keys")
+            .arg(&trusted)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+        let get = |path: &str| {
+            body(&http(
+                addr,
+                &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+            ))
+        };
+        let (wk, conformance) = (get("/.well-known/cookwala.json"), get("/v1/conformance"));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        (wk, conformance)
+    };
+    let (wk, conformance) = run(&data);
+    let keys = cookwala::KeySet::from_value(&wk).unwrap();
+    let n_trusted = cookwala::KeySet::from_value(
+        &canonical_json::parse(std::fs::read(&trusted).unwrap().as_slice()).unwrap(),
+    )
+    .unwrap()
+    .len();
+    assert_eq!(keys.len(), 1 + n_trusted);
+    let report = conformance.get("report").unwrap();
+    let kid = report.pointer("/signature/kid").and_then(canonical_json::Value::as_str).unwrap();
+    assert_eq!(keys.records()[0].kid, kid);
+
+    // `cookwala verify --keys` takes the published document as it is.
+    let wk_file = dir.path().join("cookwala.json");
+    let report_file = dir.path().join("report.json");
+    std::fs::write(&wk_file, canonical_json::to_jcs(&wk).unwrap()).unwrap();
+    std::fs::write(&report_file, canonical_json::to_jcs(report).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .arg("verify")
+        .arg("--keys")
+        .arg(&wk_file)
+        .arg(&report_file)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+    assert!(out.status.success());
+
+    // The key file is kept: a restart publishes the same key.
+    let (again, _) = run(&data);
+    assert_eq!(cookwala::KeySet::from_value(&again).unwrap().records()[0], keys.records()[0]);
 }

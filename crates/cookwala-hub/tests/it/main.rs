@@ -14,3 +14,4 @@ mod schemathesis;
 mod smoke;
 mod storage;
 mod support;
+mod tools;
