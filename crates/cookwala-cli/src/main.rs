@@ -80,6 +80,11 @@ enum Command {
     /// Non-open endpoints need `Authorization: Bearer <token>`: --token, else the environment
     /// variable COOKWALA_HUB_TOKEN, else a token generated into DATA/token (mode 0600) on first
     /// start. Executions left running by an unclean stop are ended safely on restart.
+    ///
+    /// Events (CloudEvents 1.0) stream at GET /cookwala/v1/events (SSE, resumable with
+    /// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
+    /// sha256=<HMAC-SHA256 of the body>. The webhook secret is read from --webhook-secret-file
+    /// or the environment variable COOKWALA_WEBHOOK_SECRET, never from the command line.
     Serve {
         /// Listen address
         #[arg(long, default_value = "127.0.0.1:7878")]
@@ -110,6 +115,16 @@ enum Command {
         /// Load every *.json file in DIR as device capabilities, named by file stem; repeatable
         #[arg(long, value_name = "DIR")]
         devices: Vec<PathBuf>,
+        /// POST every event to this http:// URL (at least once, in order, retried for 24 h);
+        /// repeatable
+        #[arg(long, value_name = "URL")]
+        webhook: Vec<String>,
+        /// File holding the webhook signing secret (else $COOKWALA_WEBHOOK_SECRET)
+        #[arg(long, value_name = "FILE")]
+        webhook_secret_file: Option<PathBuf>,
+        /// Seconds between device heartbeats on the event stream (0: none)
+        #[arg(long, value_name = "N", default_value_t = 30)]
+        heartbeat_secs: u64,
     },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
@@ -660,19 +675,33 @@ fn run(cli: Cli) -> Result<bool> {
                 json,
             })
         }
-        Command::Serve { addr, data, speed, token, device, spec, bundle, recipes, devices } => {
-            commands::serve::run(commands::serve::ServeArgs {
-                addr,
-                data,
-                speed,
-                token,
-                device,
-                spec,
-                bundle,
-                recipes,
-                devices,
-            })
-        }
+        Command::Serve {
+            addr,
+            data,
+            speed,
+            token,
+            device,
+            spec,
+            bundle,
+            recipes,
+            devices,
+            webhook,
+            webhook_secret_file,
+            heartbeat_secs,
+        } => commands::serve::run(commands::serve::ServeArgs {
+            addr,
+            data,
+            speed,
+            token,
+            device,
+            spec,
+            bundle,
+            recipes,
+            devices,
+            webhooks: webhook,
+            webhook_secret_file,
+            heartbeat_secs,
+        }),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen { alg, kid, out, valid_from, json } => {

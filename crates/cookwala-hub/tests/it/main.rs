@@ -5,6 +5,8 @@
 
 mod api;
 mod catalog;
+mod delivery;
+mod events;
 mod restart;
 mod samples;
 mod smoke;
