@@ -2,7 +2,7 @@
 //!
 //! The trait is synchronous and object-safe: the hub calls it from
 //! `tokio::task::spawn_blocking`, so a blocking backend (SQLite) never stalls the runtime, and a
-//! PostgreSQL backend can implement the same five write paths later.
+//! PostgreSQL backend can implement the same write paths later.
 //!
 //! **Durability.** SQLite in WAL mode with `synchronous = FULL`: every committed transaction is
 //! fsynced to the WAL before `commit` returns, so a response the hub has sent (an acknowledged
@@ -15,8 +15,9 @@
 //! status update, idempotency record, incidents). An acknowledged change therefore always has
 //! its events, and a crash never leaves an event for a change that was not stored. Positions
 //! come from one writer (the connection mutex), so they are committed in increasing order and a
-//! reader that follows "everything after position P" never skips a row. SSE subscribers and
-//! webhook deliveries read the outbox; webhooks keep a durable cursor per URL.
+//! reader that follows "everything after position P" never skips a row (a backend with
+//! concurrent writers must keep that property, e.g. by serialising outbox inserts). SSE
+//! subscribers and webhook deliveries read the outbox; webhooks keep a durable cursor per URL.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};

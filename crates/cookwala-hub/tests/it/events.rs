@@ -147,6 +147,15 @@ fn a_failed_commit_writes_none_of_its_events() {
     assert_eq!(s.events_after(0, 1).unwrap().len(), 1);
 }
 
+fn recall_doc(id: &str) -> Value {
+    let text = format!(
+        r#"{{"core":"0.2.0","kind":"Recall","id":"{id}","issuedAt":"2026-03-01T09:00:00Z",
+        "issuer":"cw:auth","targets":[{{"ref":"cw:cookwala-rs:red-lentil-soup"}}],
+        "severity":"high","reason":"food_safety","action":"block"}}"#
+    );
+    canonical_json::parse(text.as_bytes()).unwrap()
+}
+
 fn overheat_config() -> HubConfig {
     HubConfig {
         sim_faults: vec![cookwala_sim::Fault {
@@ -214,10 +223,7 @@ async fn recovery_after_a_restart_is_reported() {
 #[tokio::test]
 async fn recalls_are_published_once_and_heartbeats_are_live_only() {
     let hub = hub_in_memory().await;
-    let recall = canonical_json::parse(
-        br#"{"core":"0.2.0","kind":"Recall","id":"rc-ev-1","issuedAt":"2026-03-01T09:00:00Z","issuer":"cw:auth","targets":[{"ref":"cw:cookwala-rs:red-lentil-soup"}],"severity":"high","reason":"food_safety","action":"block"}"#,
-    )
-    .unwrap();
+    let recall = recall_doc("rc-ev-1");
     hub.publish_recall_event(&recall).await.unwrap();
     hub.publish_recall_event(&recall).await.unwrap();
     let events = outbox(&*hub.storage());
@@ -370,10 +376,7 @@ async fn every_event_of_simulated_runs_validates_against_the_event_schema() {
     call(&app, post("/v1/executions/ex-sc-2/stop", Some("stop-sc-2-key"), r#"{"reason":"test"}"#))
         .await;
     run_to_end(&hub, "ex-sc-2").await;
-    let recall = canonical_json::parse(
-        br#"{"core":"0.2.0","kind":"Recall","id":"rc-sc","issuedAt":"2026-03-01T09:00:00Z","issuer":"cw:auth","targets":[{"ref":"cw:cookwala-rs:red-lentil-soup"}],"severity":"high","reason":"food_safety","action":"block"}"#,
-    )
-    .unwrap();
+    let recall = recall_doc("rc-sc");
     hub.publish_recall_event(&recall).await.unwrap();
     events.extend(outbox(&*hub.storage()));
     events.push(hub.heartbeat().await);
