@@ -84,6 +84,11 @@ enum Command {
     /// COOKWALA_HUB_TOKEN add an owner token for scripts. Open to all: capabilities, safety
     /// limits, recalls, incidents, stop, /.well-known/cookwala.json and /openapi.yaml.
     /// Executions left running by an unclean stop are ended safely on restart.
+    ///
+    /// Events (CloudEvents 1.0) stream at GET /cookwala/v1/events (SSE, resumable with
+    /// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
+    /// sha256=<HMAC-SHA256 of the body>. The webhook secret is read from --webhook-secret-file
+    /// or the environment variable COOKWALA_WEBHOOK_SECRET, never from the command line.
     Serve {
         /// Listen address
         #[arg(long, default_value = "127.0.0.1:7878")]
@@ -131,6 +136,16 @@ enum Command {
         /// repeatable
         #[arg(long, value_name = "FILE")]
         keys: Vec<PathBuf>,
+        /// POST every event to this http:// URL (at least once, in order, retried for 24 h);
+        /// repeatable
+        #[arg(long, value_name = "URL")]
+        webhook: Vec<String>,
+        /// File holding the webhook signing secret (else $COOKWALA_WEBHOOK_SECRET)
+        #[arg(long, value_name = "FILE")]
+        webhook_secret_file: Option<PathBuf>,
+        /// Seconds between device heartbeats on the event stream (0: none)
+        #[arg(long, value_name = "N", default_value_t = 30)]
+        heartbeat_secs: u64,
     },
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
@@ -695,6 +710,9 @@ fn run(cli: Cli) -> Result<bool> {
             devices,
             conformance,
             keys,
+            webhook,
+            webhook_secret_file,
+            heartbeat_secs,
         } => commands::serve::run(commands::serve::ServeArgs {
             addr,
             data,
@@ -709,6 +727,9 @@ fn run(cli: Cli) -> Result<bool> {
             devices,
             conformance,
             keys,
+            webhooks: webhook,
+            webhook_secret_file,
+            heartbeat_secs,
         }),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),

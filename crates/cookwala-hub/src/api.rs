@@ -13,7 +13,7 @@ use cookwala_sim::Simulation;
 use crate::auth::{Action, Principal, Role};
 use crate::error::ApiError;
 use crate::hub::{Hub, RunConfig, jcs_text, snapshot};
-use crate::storage::{ExecutionRecord, IdempotencyRecord};
+use crate::storage::{Commit, ExecutionRecord, IdempotencyRecord, NewIncident};
 
 /// The media type of Cookwala bodies.
 pub const COOKWALA_JSON: &str = "application/vnd.cookwala+json";
@@ -35,6 +35,7 @@ pub fn app(hub: Hub) -> Router {
         .route("/v1/conformance", get(crate::conformance::conformance))
         .route("/.well-known/cookwala.json", get(crate::identity::well_known))
         .merge(crate::tools::routes())
+        .merge(crate::sse::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -391,6 +392,7 @@ async fn start(
     config.execution_id = id.clone();
     config.request_id = id.clone();
     config.refusal = outcome.refusal;
+    config.faults.clone_from(&hub.inner.config.sim_faults);
     let sim = Simulation::new(config).map_err(|e| ApiError::internal(&e))?;
     let status = sim.status();
     let snap = snapshot(&id, &sim);
@@ -405,7 +407,7 @@ async fn start(
         log: snap.log,
     };
     let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &status);
-    let findings: Vec<String> = outcome
+    let incidents: Vec<NewIncident> = outcome
         .findings
         .iter()
         .map(|f| {
@@ -415,18 +417,18 @@ async fn start(
             m.insert("location".into(), f.location.as_str().into());
             m.insert("action".into(), f.action.as_str().into());
             m.insert("execution".into(), id.as_str().into());
-            jcs_text(&Value::Object(m))
+            NewIncident { id: id.clone(), body: jcs_text(&Value::Object(m)) }
         })
         .collect();
-    let fid = id.clone();
-    hub.db(move |s| {
-        s.create_execution(&rec, Some(&idem))?;
-        for f in &findings {
-            s.add_incident(&fid, f, None)?;
-        }
-        Ok(())
-    })
-    .await?;
+    let events = hub.created_events(&id, &sim);
+    let commit = Commit {
+        create: Some(rec),
+        idempotency: Some(idem),
+        incidents,
+        events,
+        ..Commit::default()
+    };
+    hub.commit(commit, false).await?;
     if !sim.is_final() {
         live.insert(id, sim);
     }
@@ -477,25 +479,21 @@ async fn stop(
     {
         return Ok(res);
     }
-    let (status, snap) = match live.get_mut(&id) {
+    let (status, change) = match live.get_mut(&id) {
         Some(sim) => {
-            sim.stop(&reason);
-            (sim.status(), Some(snapshot(&id, sim)))
+            let (prev, incidents) = (sim.state(), sim.incidents().len());
+            let events = sim.stop(&reason);
+            (sim.status(), Some(hub.change(&id, sim, prev, &events, incidents)))
         }
         None => (current_status_stored(&hub, &id).await?, None),
     };
-    let idem = key.as_deref().map(|k| idem_record(k, &digest, StatusCode::ACCEPTED, &status));
-    if snap.is_some() || idem.is_some() {
-        hub.db(move |s| {
-            match (snap, idem) {
-                (Some(snap), idem) => s.update_execution(&snap, idem.as_ref())?,
-                (None, Some(idem)) => s.put_idempotency(&idem)?,
-                (None, None) => {}
-            }
-            Ok(())
-        })
-        .await?;
-    }
+    let idempotency =
+        key.as_deref().map(|k| idem_record(k, &digest, StatusCode::ACCEPTED, &status));
+    let commit = match change {
+        Some(c) => Commit { idempotency, ..c },
+        None => Commit { idempotency, ..Commit::default() },
+    };
+    hub.commit(commit, true).await?;
     live.retain(|_, sim| !sim.is_final());
     Ok(status_response(StatusCode::ACCEPTED, &status))
 }
@@ -558,11 +556,14 @@ async fn resume(
             format!("cannot resume an execution in state {state}"),
         ));
     };
-    sim.resume().map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))?;
+    let (prev, incidents) = (sim.state(), sim.incidents().len());
+    let events = sim
+        .resume()
+        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))?;
     let status = sim.status();
-    let snap = snapshot(&id, sim);
-    let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &status);
-    hub.db(move |s| s.update_execution(&snap, Some(&idem))).await?;
+    let change = hub.change(&id, sim, prev, &events, incidents);
+    let idempotency = Some(idem_record(&key, &digest, StatusCode::ACCEPTED, &status));
+    hub.commit(Commit { idempotency, ..change }, true).await?;
     Ok(status_response(StatusCode::ACCEPTED, &status))
 }
 
@@ -593,7 +594,13 @@ async fn safety_limits() -> Response {
 }
 
 async fn capabilities(State(hub): State<Hub>) -> Response {
-    doc_response(StatusCode::OK, &hub.inner.device)
+    let mut res = doc_response(StatusCode::OK, &hub.inner.device);
+    if let Some(ms) = hub.last_heartbeat(&hub.inner.device_id)
+        && let Ok(v) = HeaderValue::from_str(&cookwala_sim::rfc3339_ms(ms))
+    {
+        res.headers_mut().insert("x-hub-last-heartbeat", v);
+    }
+    res
 }
 
 async fn openapi(State(hub): State<Hub>) -> Response {

@@ -8,10 +8,12 @@ use canonical_json::{Map, Value};
 use cookwala_sim::{SimConfig, Simulation};
 use tokio::sync::Mutex;
 
+use crate::bus::Bus;
 use crate::catalog::Catalog;
 use crate::error::ApiError;
 use crate::identity::HubKey;
-use crate::storage::{ExecutionRecord, StatusUpdate, Storage, StorageError};
+use crate::storage::{Commit, ExecutionRecord, StatusUpdate, Storage, StorageError};
+use crate::webhooks::{Webhook, WebhookPolicy};
 
 /// How the hub runs.
 #[derive(Clone, Debug)]
@@ -39,6 +41,15 @@ pub struct HubConfig {
     /// A folder of conformance vectors (the standard's `conformance/`): the Core suites are run
     /// once at start-up and the signed report is served at `/v1/conformance`.
     pub conformance: Option<PathBuf>,
+    /// Webhooks that get every outbox event, in order, at least once (`http://` only).
+    pub webhooks: Vec<Webhook>,
+    /// How webhook deliveries are retried.
+    pub webhook_policy: WebhookPolicy,
+    /// Real time between two device heartbeats (zero: no heartbeats).
+    pub heartbeat: std::time::Duration,
+    /// Faults injected into every new execution's simulation (tests and demos; empty in
+    /// production).
+    pub sim_faults: Vec<cookwala_sim::Fault>,
 }
 
 impl Default for HubConfig {
@@ -53,6 +64,10 @@ impl Default for HubConfig {
             spec: None,
             key: None,
             conformance: None,
+            webhooks: Vec::new(),
+            webhook_policy: WebhookPolicy::default(),
+            heartbeat: std::time::Duration::from_secs(30),
+            sim_faults: Vec::new(),
         }
     }
 }
@@ -73,6 +88,14 @@ pub enum HubError {
     /// The conformance vectors could not be run.
     #[error(transparent)]
     Conformance(#[from] crate::conformance::ConformanceError),
+    /// A webhook cannot be used.
+    #[error("webhook {url}: {why}")]
+    Webhook {
+        /// The webhook URL.
+        url: String,
+        /// Why.
+        why: String,
+    },
 }
 
 /// What is needed to rebuild an execution's simulation (stored with the execution).
@@ -143,6 +166,8 @@ pub(crate) struct Inner {
     pub recalls: std::sync::RwLock<Vec<Value>>,
     /// The `/v1/conformance` body, built once at start-up.
     pub conformance: Value,
+    /// Event subscribers, heartbeats and the progress rate limit.
+    pub bus: Bus,
 }
 
 /// The most simulated time one clock step may cover (one hour).
@@ -165,10 +190,20 @@ impl Hub {
             .device(&device_id)
             .cloned()
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
+        crate::webhooks::check(&config.webhooks)?;
         let s = storage.clone();
         let catalog = config.catalog.clone();
+        let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
+        let dev = device_id.clone();
         let (recovered, recalls) = tokio::task::spawn_blocking(move || {
-            let recovered = recover(&*s, &catalog)?;
+            // A webhook never seen starts at the end of the outbox (it gets what happens from
+            // now on, including the recovery events below), not at the whole history.
+            for url in &urls {
+                if s.webhook_cursor(url)?.is_none() {
+                    s.set_webhook_cursor(url, s.last_event_position()?, None)?;
+                }
+            }
+            let recovered = recover(&*s, &catalog, &dev)?;
             let recalls: Vec<Value> = s
                 .recalls()?
                 .iter()
@@ -188,6 +223,7 @@ impl Hub {
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
+                bus: Bus::new(),
             }),
         })
     }
@@ -232,28 +268,27 @@ impl Hub {
     /// The storage fails (the simulations keep their state and are persisted next time).
     pub async fn advance(&self, dt_ms: u64) -> Result<(), ApiError> {
         let mut live = self.inner.live.lock().await;
-        let mut changed = Vec::new();
+        let mut commit = Commit::default();
         for (id, sim) in live.iter_mut() {
             let before = sim.seq();
+            let prev = sim.state();
+            let incidents = sim.incidents().len();
+            let mut events = Vec::new();
             let mut left = dt_ms;
             while left > 0 && !sim.is_final() {
                 let step = left.min(MAX_STEP_MS);
-                sim.advance(step);
+                events.extend(sim.advance(step));
                 left -= step;
             }
             if sim.seq() != before {
-                changed.push(snapshot(id, sim));
+                let c = self.change(id, sim, prev, &events, incidents);
+                commit.updates.extend(c.updates);
+                commit.incidents.extend(c.incidents);
+                commit.events.extend(c.events);
             }
         }
-        if !changed.is_empty() {
-            self.db(move |s| {
-                for c in &changed {
-                    s.update_execution(c, None)?;
-                }
-                Ok(())
-            })
-            .await?;
-        }
+        self.inner.bus.clock_moved(dt_ms);
+        self.commit(commit, true).await?;
         live.retain(|_, sim| !sim.is_final());
         Ok(())
     }
@@ -315,13 +350,14 @@ pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
 /// Ends every unfinished execution safely. A simulated device loses its state with the
 /// process, so its heaters are off; the execution goes to `stopped` through `stopping` where
 /// the state table requires it, `seq` moves on, and the log says `aborted_safe`.
-fn recover(s: &dyn Storage, catalog: &Catalog) -> Result<Vec<String>, StorageError> {
+fn recover(s: &dyn Storage, catalog: &Catalog, device: &str) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
     let now = crate::unix_ms();
     let stamp = cookwala_sim::rfc3339_ms(now);
     for rec in s.unfinished()? {
         let (status, seq) = recovered_status(&rec, &stamp);
         let log = recovered_log(&rec, &stamp, now, catalog).map(|l| jcs_text(&l));
+        let events = recovered_events(&rec, &status, seq, &stamp, device);
         let update = StatusUpdate {
             id: rec.id.clone(),
             status: jcs_text(&status),
@@ -330,7 +366,7 @@ fn recover(s: &dyn Storage, catalog: &Catalog) -> Result<Vec<String>, StorageErr
             is_final: true,
             log,
         };
-        s.update_execution(&update, None)?;
+        s.commit(&Commit { updates: vec![update], events, ..Commit::default() })?;
         crate::note(format_args!(
             "cookwala-hub: execution {} was {} when the hub stopped; ended safely (stopped, aborted_safe)",
             rec.id, rec.state
@@ -338,6 +374,32 @@ fn recover(s: &dyn Storage, catalog: &Catalog) -> Result<Vec<String>, StorageErr
         ended.push(rec.id);
     }
     Ok(ended)
+}
+
+/// The `state_changed` events of a recovery: to `stopping` (when the state table requires it)
+/// and to `stopped`, with the `seq`s [`recovered_status`] gave them.
+fn recovered_events(
+    rec: &ExecutionRecord,
+    status: &Value,
+    seq: u64,
+    stamp: &str,
+    device: &str,
+) -> Vec<crate::storage::NewEvent> {
+    let run = RunConfig::from_text(&rec.config);
+    let exe = crate::events::Execution {
+        id: &rec.id,
+        request: status.get("request").and_then(Value::as_str).unwrap_or(&rec.id),
+        device: run.as_ref().map_or(device, |r| r.device.as_str()),
+        start_unix_ms: run.as_ref().map_or(0, |r| r.start_unix_ms),
+    };
+    let why = Some("hub restart");
+    let mut out = Vec::new();
+    if seq >= rec.seq + 2 {
+        out.push(crate::events::transition(&exe, &rec.state, "stopping", seq - 1, stamp, why));
+    }
+    let from = if seq >= rec.seq + 2 { "stopping" } else { rec.state.as_str() };
+    out.push(crate::events::transition(&exe, from, "stopped", seq, stamp, why));
+    out.iter().map(crate::events::to_new).collect()
 }
 
 fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {

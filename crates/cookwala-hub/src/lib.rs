@@ -11,26 +11,36 @@
 //!
 //! Every mutation of an execution happens under one lock and is committed (WAL,
 //! `synchronous = FULL`) before the response leaves, together with the idempotency record that
-//! lets a retried POST get the original answer.
+//! lets a retried POST get the original answer and the CloudEvents that report it.
+//!
+//! **Events.** [`events`] maps simulator events to CloudEvents; they are committed to a durable
+//! outbox with the change they report, streamed over SSE (`GET /cookwala/v1/events`, resumable
+//! with `Last-Event-ID`) and POSTed, signed, to the configured [`webhooks`] at least once, in
+//! order. Heartbeats are live only (see the `bus` module).
 
 mod api;
 pub mod auth;
+mod bus;
 pub mod catalog;
 pub mod conformance;
 pub mod error;
+pub mod events;
 mod hub;
 pub mod identity;
 pub mod openapi;
 pub mod privacy;
 mod recalls;
+mod sse;
 pub mod storage;
 mod tools;
+pub mod webhooks;
 
 pub use api::{COOKWALA_JSON, app};
 pub use catalog::{Catalog, CatalogError};
 pub use error::ApiError;
 pub use hub::{Hub, HubConfig, HubError};
 pub use identity::HubKey;
+pub use webhooks::{Webhook, WebhookPolicy};
 
 /// Writes one diagnostic line to stderr; a closed stderr is ignored (never a panic).
 pub fn note(line: std::fmt::Arguments<'_>) {
@@ -47,7 +57,9 @@ pub fn unix_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock runs meanwhile.
+/// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock, the heartbeats
+/// and the webhook deliveries run meanwhile. At shutdown the open event streams end, so the
+/// graceful shutdown does not wait for SSE clients.
 ///
 /// # Errors
 /// The listener fails.
@@ -56,10 +68,17 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let clock = hub.spawn_clock();
+    let mut tasks: Vec<_> = hub.spawn_clock().into_iter().collect();
+    tasks.extend(hub.spawn_heartbeat());
+    tasks.extend(hub.spawn_webhooks());
+    let closer = hub.clone();
+    let shutdown = async move {
+        shutdown.await;
+        closer.close_event_streams();
+    };
     let res = axum::serve(listener, app(hub)).with_graceful_shutdown(shutdown).await;
-    if let Some(c) = clock {
-        c.abort();
+    for t in tasks {
+        t.abort();
     }
     res
 }

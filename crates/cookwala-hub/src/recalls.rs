@@ -26,7 +26,8 @@ use crate::api::{
 };
 use crate::auth::Action;
 use crate::error::ApiError;
-use crate::hub::{Hub, jcs_text, snapshot};
+use crate::hub::{Hub, jcs_text};
+use crate::storage::{Commit, NewRecall};
 
 /// `?since=`.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -125,10 +126,8 @@ pub(crate) async fn publish(
         ));
     }
     let stops = doc.get("action").and_then(Value::as_str) == Some("block_and_stop_running");
-    let mut ack = Map::new();
-    ack.insert("published".into(), id.as_str().into());
+    let mut commit = Commit::default();
     let mut stopped = Vec::new();
-    let mut updates = Vec::new();
     if stops {
         for (exec_id, sim) in live.iter_mut() {
             let lookup = exec_id.clone();
@@ -140,28 +139,23 @@ pub(crate) async fn publish(
             let Some(recipe) = catalog.recipe(recipe_id) else { continue };
             let held = canonical_json::digest::document_hash(recipe).unwrap_or_default();
             if recall_covers(&doc, recipe, &held) {
-                sim.stop(&format!("recall {id}"));
-                updates.push(snapshot(exec_id, sim));
+                let (prev, incidents) = (sim.state(), sim.incidents().len());
+                let events = sim.stop(&format!("recall {id}"));
+                commit.absorb(hub.change(exec_id, sim, prev, &events, incidents));
                 stopped.push(Value::from(exec_id.as_str()));
             }
         }
     }
+    let mut ack = Map::new();
+    ack.insert("published".into(), id.as_str().into());
     ack.insert("stopped".into(), Value::Array(stopped));
     let ack = Value::Object(ack);
-    let idem = idem_record(&key, &digest, StatusCode::CREATED, &ack);
-    let text = jcs_text(&doc);
-    let rid = id.clone();
-    let added = hub
-        .db(move |s| {
-            for u in &updates {
-                s.update_execution(u, None)?;
-            }
-            s.add_recall(&rid, issued, &text, Some(&idem))
-        })
-        .await?;
+    commit.idempotency = Some(idem_record(&key, &digest, StatusCode::CREATED, &ack));
+    commit.recall = Some(NewRecall { id, issued_ms: issued, body: jcs_text(&doc) });
+    commit.events.push(crate::events::to_new(&crate::events::recall(&doc, crate::unix_ms())));
+    // The stops are already made in memory: their events are kept and retried if this fails.
+    hub.commit(commit, true).await?;
     live.retain(|_, sim| !sim.is_final());
-    if added {
-        hub.push_recall(doc);
-    }
+    hub.push_recall(doc);
     Ok(doc_response(StatusCode::CREATED, &ack))
 }

@@ -2,13 +2,22 @@
 //!
 //! The trait is synchronous and object-safe: the hub calls it from
 //! `tokio::task::spawn_blocking`, so a blocking backend (SQLite) never stalls the runtime, and a
-//! PostgreSQL backend can implement the same five write paths later.
+//! PostgreSQL backend can implement the same write paths later.
 //!
 //! **Durability.** SQLite in WAL mode with `synchronous = FULL`: every committed transaction is
 //! fsynced to the WAL before `commit` returns, so a response the hub has sent (an acknowledged
 //! execution, idempotency record or incident) survives a power loss, not only a process crash.
 //! Each write path is one transaction, so an execution and the idempotency record that
 //! acknowledges it are stored together or not at all.
+//!
+//! **Outbox.** Every CloudEvent the hub emits durably is a row of the `events` table, written by
+//! [`Storage::commit`] in the same transaction as the execution change it reports (creation,
+//! status update, idempotency record, incidents). An acknowledged change therefore always has
+//! its events, and a crash never leaves an event for a change that was not stored. Positions
+//! come from one writer (the connection mutex), so they are committed in increasing order and a
+//! reader that follows "everything after position P" never skips a row (a backend with
+//! concurrent writers must keep that property, e.g. by serialising outbox inserts). SSE
+//! subscribers and webhook deliveries read the outbox; webhooks keep a durable cursor per URL.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -87,6 +96,116 @@ pub struct IdempotencyRecord {
     pub body: String,
 }
 
+/// An event to append to the outbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewEvent {
+    /// The CloudEvent `id` (unique; a second event with the same id is ignored).
+    pub id: String,
+    /// The CloudEvent `type`.
+    pub ty: String,
+    /// The CloudEvent `subject` (empty when the event has none).
+    pub subject: String,
+    /// The CloudEvent as JCS text.
+    pub body: String,
+}
+
+/// An event read back from the outbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEvent {
+    /// The outbox position (strictly increasing, never reused).
+    pub position: u64,
+    /// The CloudEvent `id`.
+    pub id: String,
+    /// The CloudEvent `type`.
+    pub ty: String,
+    /// The CloudEvent `subject` (empty when the event has none).
+    pub subject: String,
+    /// The CloudEvent as JCS text (the exact bytes SSE and webhooks send).
+    pub body: String,
+    /// When the row was committed (Unix milliseconds).
+    pub created_ms: i64,
+}
+
+/// A new incident report (an IncidentReport document as JCS text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewIncident {
+    /// The report's `id` (or the execution it concerns, for hub findings).
+    pub id: String,
+    /// The document (JCS text).
+    pub body: String,
+}
+
+/// Everything one change of the hub writes, committed as one transaction by
+/// [`Storage::commit`]: an execution created or updated, the idempotency record answering the
+/// request, incident reports, and the events reporting the change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Commit {
+    /// A new execution.
+    pub create: Option<ExecutionRecord>,
+    /// New statuses of stored executions.
+    pub updates: Vec<StatusUpdate>,
+    /// The idempotency record answering the request that made the change.
+    pub idempotency: Option<IdempotencyRecord>,
+    /// Incident reports.
+    pub incidents: Vec<NewIncident>,
+    /// Events for the outbox, in order.
+    pub events: Vec<NewEvent>,
+    /// A recall to publish (its id must not be stored yet).
+    pub recall: Option<NewRecall>,
+}
+
+/// A recall to store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRecall {
+    /// The Recall `id`.
+    pub id: String,
+    /// Its `issuedAt`, in Unix milliseconds (the feed's order).
+    pub issued_ms: i64,
+    /// The Recall (JCS text).
+    pub body: String,
+}
+
+impl Commit {
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.create.is_none()
+            && self.updates.is_empty()
+            && self.idempotency.is_none()
+            && self.incidents.is_empty()
+            && self.events.is_empty()
+            && self.recall.is_none()
+    }
+
+    /// Adds everything in `other` (its idempotency record, when it has one, replaces ours).
+    pub fn absorb(&mut self, other: Commit) {
+        if other.create.is_some() {
+            self.create = other.create;
+        }
+        self.updates.extend(other.updates);
+        if other.idempotency.is_some() {
+            self.idempotency = other.idempotency;
+        }
+        self.incidents.extend(other.incidents);
+        self.events.extend(other.events);
+        if other.recall.is_some() {
+            self.recall = other.recall;
+        }
+    }
+}
+
+/// An event a webhook gave up on after its retry window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The outbox position of the event.
+    pub position: u64,
+    /// The CloudEvent `id`.
+    pub event_id: String,
+    /// Delivery attempts made.
+    pub attempts: u32,
+    /// The last failure (an HTTP status or a connection error).
+    pub last_error: String,
+}
+
 /// The storage the hub needs. Every method is one durable transaction.
 pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Stores a new execution and, atomically with it, the idempotency record answering it.
@@ -151,29 +270,60 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Any backend failure.
     fn incident_count(&self) -> Result<u64, StorageError>;
 
-    /// Stores a published recall (JCS text; `issued_ms` is its `issuedAt`) and the idempotency
-    /// record answering it. Returns false, storing nothing, when a recall with that id is
-    /// already stored.
-    ///
-    /// # Errors
-    /// Any backend failure.
-    fn add_recall(
-        &self,
-        id: &str,
-        issued_ms: i64,
-        body: &str,
-        idem: Option<&IdempotencyRecord>,
-    ) -> Result<bool, StorageError>;
-
     /// Every stored recall (JCS text), oldest `issuedAt` first (ties by id).
     ///
     /// # Errors
     /// Any backend failure.
     fn recalls(&self) -> Result<Vec<String>, StorageError>;
+    /// Writes everything in `commit` as one transaction: the execution created or updated, the
+    /// idempotency record, the incidents, and the events appended to the outbox in order (an
+    /// event whose `id` is already stored is skipped, so a re-emission deduplicates). Nothing
+    /// is written if any part fails.
+    ///
+    /// # Errors
+    /// Any backend failure (including an execution id or idempotency key that already exists).
+    fn commit(&self, commit: &Commit) -> Result<(), StorageError>;
+
+    /// Up to `limit` outbox events with a position greater than `after`, in position order.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn events_after(&self, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StorageError>;
+
+    /// The outbox position of the event `id`, if stored.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn event_position(&self, id: &str) -> Result<Option<u64>, StorageError>;
+
+    /// The position of the newest outbox event (0 when the outbox is empty).
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn last_event_position(&self) -> Result<u64, StorageError>;
+
+    /// The durable delivery cursor of the webhook `url`: the position of the last event it has
+    /// dealt with (delivered or dead-lettered); `None` for a webhook never seen.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn webhook_cursor(&self, url: &str) -> Result<Option<u64>, StorageError>;
+
+    /// Moves the cursor of the webhook `url` to `position` and, atomically with it, records the
+    /// event it gave up on (`dead`), if any.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn set_webhook_cursor(
+        &self,
+        url: &str,
+        position: u64,
+        dead: Option<&DeadLetter>,
+    ) -> Result<(), StorageError>;
 }
 
 /// The schema version this hub writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1
@@ -203,7 +353,30 @@ const MIGRATIONS: &[&str] = &[
         body TEXT NOT NULL,
         received_ms INTEGER NOT NULL
      );",
-    // 1 -> 2
+    // 1 -> 2: the event outbox and the webhook cursors.
+    "CREATE TABLE events (
+        position INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        type TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
+     );
+     CREATE TABLE webhook_cursors (
+        url TEXT PRIMARY KEY,
+        position INTEGER NOT NULL,
+        updated_ms INTEGER NOT NULL
+     );
+     CREATE TABLE webhook_dead_letters (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        url TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        last_error TEXT NOT NULL,
+        dead_ms INTEGER NOT NULL
+     );",
+    // 2 -> 3: the recall feed.
     "CREATE TABLE recalls (
         id TEXT PRIMARY KEY,
         issued_ms INTEGER NOT NULL,
@@ -269,6 +442,54 @@ fn put_idem(tx: &rusqlite::Transaction<'_>, idem: &IdempotencyRecord) -> rusqlit
         params![idem.key, idem.digest, idem.status, idem.body, now_ms()],
     )?;
     Ok(())
+}
+
+fn insert_execution(tx: &rusqlite::Transaction<'_>, rec: &ExecutionRecord) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
+            created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+        params![
+            rec.id,
+            rec.request,
+            rec.config,
+            rec.status,
+            seq_i64(rec.seq),
+            rec.state,
+            rec.is_final,
+            rec.log,
+            now_ms()
+        ],
+    )?;
+    Ok(())
+}
+
+fn apply_update(tx: &rusqlite::Transaction<'_>, u: &StatusUpdate) -> rusqlite::Result<()> {
+    tx.execute(
+        "UPDATE executions SET status = ?2, seq = ?3, state = ?4, is_final = ?5,
+            log = COALESCE(?6, log), updated_ms = ?7 WHERE id = ?1",
+        params![u.id, u.status, seq_i64(u.seq), u.state, u.is_final, u.log, now_ms()],
+    )?;
+    Ok(())
+}
+
+fn insert_incident(tx: &rusqlite::Transaction<'_>, id: &str, body: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO incidents (id, body, received_ms) VALUES (?1, ?2, ?3)",
+        params![id, body, now_ms()],
+    )?;
+    Ok(())
+}
+
+fn row_to_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+    let position: i64 = r.get(0)?;
+    Ok(StoredEvent {
+        position: u64::try_from(position).unwrap_or(0),
+        id: r.get(1)?,
+        ty: r.get(2)?,
+        subject: r.get(3)?,
+        body: r.get(4)?,
+        created_ms: r.get(5)?,
+    })
 }
 
 fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRecord> {
@@ -407,30 +628,112 @@ impl Storage for SqliteStorage {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    fn add_recall(
-        &self,
-        id: &str,
-        issued_ms: i64,
-        body: &str,
-        idem: Option<&IdempotencyRecord>,
-    ) -> Result<bool, StorageError> {
-        let mut conn = self.conn.lock()?;
-        let tx = conn.transaction()?;
-        let added = tx.execute(
-            "INSERT OR IGNORE INTO recalls (id, issued_ms, body, received_ms) VALUES (?1, ?2, ?3, ?4)",
-            params![id, issued_ms, body, now_ms()],
-        )? == 1;
-        if added && let Some(idem) = idem {
-            put_idem(&tx, idem)?;
-        }
-        tx.commit()?;
-        Ok(added)
-    }
-
     fn recalls(&self) -> Result<Vec<String>, StorageError> {
         let conn = self.conn.lock()?;
         let mut stmt = conn.prepare("SELECT body FROM recalls ORDER BY issued_ms, id")?;
         let rows = stmt.query_map([], |r| r.get(0))?;
         Ok(rows.collect::<Result<Vec<String>, _>>()?)
+    }
+
+    fn commit(&self, c: &Commit) -> Result<(), StorageError> {
+        if c.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        if let Some(rec) = &c.create {
+            insert_execution(&tx, rec)?;
+        }
+        for u in &c.updates {
+            apply_update(&tx, u)?;
+        }
+        if let Some(idem) = &c.idempotency {
+            put_idem(&tx, idem)?;
+        }
+        for inc in &c.incidents {
+            insert_incident(&tx, &inc.id, &inc.body)?;
+        }
+        if let Some(r) = &c.recall {
+            tx.execute(
+                "INSERT INTO recalls (id, issued_ms, body, received_ms) VALUES (?1, ?2, ?3, ?4)",
+                params![r.id, r.issued_ms, r.body, now_ms()],
+            )?;
+        }
+        if !c.events.is_empty() {
+            let now = now_ms();
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR IGNORE INTO events (id, type, subject, body, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for e in &c.events {
+                stmt.execute(params![e.id, e.ty, e.subject, e.body, now])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    fn events_after(&self, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StorageError> {
+        let conn = self.conn.lock()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT position, id, type, subject, body, created_ms FROM events
+             WHERE position > ?1 ORDER BY position LIMIT ?2",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![seq_i64(after), limit], row_to_event)?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    }
+
+    fn event_position(&self, id: &str) -> Result<Option<u64>, StorageError> {
+        let conn = self.conn.lock()?;
+        let pos: Option<i64> = conn
+            .query_row("SELECT position FROM events WHERE id = ?1", params![id], |r| r.get(0))
+            .optional()?;
+        Ok(pos.map(|p| u64::try_from(p).unwrap_or(0)))
+    }
+
+    fn last_event_position(&self) -> Result<u64, StorageError> {
+        let conn = self.conn.lock()?;
+        // The AUTOINCREMENT high-water mark survives even if old rows are ever pruned.
+        let pos: Option<i64> = conn
+            .query_row("SELECT seq FROM sqlite_sequence WHERE name = 'events'", [], |r| r.get(0))
+            .optional()?;
+        Ok(pos.map_or(0, |p| u64::try_from(p).unwrap_or(0)))
+    }
+
+    fn webhook_cursor(&self, url: &str) -> Result<Option<u64>, StorageError> {
+        let conn = self.conn.lock()?;
+        let pos: Option<i64> = conn
+            .query_row("SELECT position FROM webhook_cursors WHERE url = ?1", params![url], |r| {
+                r.get(0)
+            })
+            .optional()?;
+        Ok(pos.map(|p| u64::try_from(p).unwrap_or(0)))
+    }
+
+    fn set_webhook_cursor(
+        &self,
+        url: &str,
+        position: u64,
+        dead: Option<&DeadLetter>,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.conn.lock()?;
+        let tx = conn.transaction()?;
+        let now = now_ms();
+        tx.execute(
+            "INSERT INTO webhook_cursors (url, position, updated_ms) VALUES (?1, ?2, ?3)
+             ON CONFLICT(url) DO UPDATE SET position = excluded.position,
+                updated_ms = excluded.updated_ms",
+            params![url, seq_i64(position), now],
+        )?;
+        if let Some(d) = dead {
+            tx.execute(
+                "INSERT INTO webhook_dead_letters (url, position, event_id, attempts, last_error,
+                    dead_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![url, seq_i64(d.position), d.event_id, d.attempts, d.last_error, now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
     }
 }

@@ -369,6 +369,12 @@ impl Simulation {
         self.now_ms
     }
 
+    /// The wall-clock start (milliseconds since the Unix epoch) that simulated time 0 maps to;
+    /// an event at `at_ms` happened at `start_unix_ms() + at_ms`.
+    pub fn start_unix_ms(&self) -> i64 {
+        self.start_unix_ms
+    }
+
     /// True in `refused`, `stopped`, `completed` and `failed`.
     pub fn is_final(&self) -> bool {
         self.state.is_final()

@@ -14,10 +14,13 @@ use anyhow::{Context, Result, bail};
 use cookwala::keys::{SigningAlg, SigningKey};
 use cookwala_hub::auth::Tokens;
 use cookwala_hub::storage::SqliteStorage;
-use cookwala_hub::{Catalog, Hub, HubConfig, HubKey};
+use cookwala_hub::{Catalog, Hub, HubConfig, HubKey, Webhook};
 
 /// The environment variable the upstream sample client also reads.
 pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
+
+/// The environment variable holding the webhook signing secret (when no secret file is given).
+pub const WEBHOOK_SECRET_ENV: &str = "COOKWALA_WEBHOOK_SECRET";
 
 /// `serve` arguments.
 #[derive(Debug)]
@@ -48,6 +51,36 @@ pub struct ServeArgs {
     pub conformance: Option<PathBuf>,
     /// Key set files published next to the hub key.
     pub keys: Vec<PathBuf>,
+    /// Webhook URLs.
+    pub webhooks: Vec<String>,
+    /// The file holding the webhook secret (else the environment).
+    pub webhook_secret_file: Option<PathBuf>,
+    /// Seconds between heartbeats (0: none).
+    pub heartbeat_secs: u64,
+}
+
+/// The webhooks, all signed with the secret from `--webhook-secret-file` (trailing newline
+/// removed), else `$COOKWALA_WEBHOOK_SECRET`. The secret never comes from the command line,
+/// where other users could read it in the process list.
+fn webhooks(args: &ServeArgs) -> Result<Vec<Webhook>> {
+    if args.webhooks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let secret = match &args.webhook_secret_file {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .trim_end_matches(['\r', '\n'])
+            .to_owned(),
+        None => std::env::var(WEBHOOK_SECRET_ENV).unwrap_or_default(),
+    };
+    if secret.is_empty() {
+        bail!("--webhook needs a secret: --webhook-secret-file FILE or {WEBHOOK_SECRET_ENV}");
+    }
+    Ok(args
+        .webhooks
+        .iter()
+        .map(|url| Webhook { url: url.clone(), secret: secret.clone() })
+        .collect())
 }
 
 /// The built-in catalog plus `--bundle`, `--recipes` and `--devices`, and the id of the root
@@ -231,6 +264,8 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         bail!("--speed must be a positive number");
     }
     let (catalog, device, n_recipes, n_devices) = build_catalog(&args)?;
+    let hooks = webhooks(&args)?;
+    let n_hooks = hooks.len();
     let data = match args.data {
         Some(d) => d,
         None => default_data_dir()?,
@@ -256,6 +291,9 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         key: Some(key.clone()),
         trusted_keys,
         conformance: args.conformance,
+        webhooks: hooks,
+        heartbeat: std::time::Duration::from_secs(args.heartbeat_secs),
+        ..HubConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -278,6 +316,11 @@ pub fn run(args: ServeArgs) -> Result<bool> {
             key_file.display(),
             if created { " (new)" } else { "" }
         );
+        let hooks_note = if n_hooks > 0 {
+            format!("\n  events to {n_hooks} webhook(s)")
+        } else {
+            String::new()
+        };
         let loaded = if n_recipes + n_devices > 0 {
             format!("loaded {n_recipes} recipe(s) and {n_devices} device(s) from files\n  ")
         } else {
@@ -285,7 +328,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n  Ctrl-C stops the server\n",
+            "cookwala hub listening on http://{addr}\n  device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n  events at http://{addr}/cookwala/v1/events{hooks_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );

@@ -6,6 +6,8 @@
 mod api;
 mod auth;
 mod catalog;
+mod delivery;
+mod events;
 mod openapi;
 mod recalls;
 mod restart;

@@ -143,6 +143,19 @@ async fn block_refuses_new_executions_and_block_and_stop_running_stops_them() {
     assert!(after.seq() > running.seq());
     let log = call(&app, as_(OWNER, "GET", "/v1/executions/ex-rc-1/log", None, "")).await;
     assert_eq!(log.str("outcome"), "aborted_safe", "{:?}", log.body);
+    // The outbox says so: the recall, and the execution going to stopping in the same commit.
+    let events = hub.storage().events_after(0, 10_000).unwrap();
+    let recall_at = events.iter().rposition(|e| e.ty == "cookwala.recall.published").unwrap();
+    let stopping = events
+        .iter()
+        .position(|e| {
+            e.subject == "ex-rc-1"
+                && e.ty == "cookwala.execution.state_changed"
+                && e.body.contains("\"state\":\"stopping\"")
+        })
+        .unwrap();
+    assert_eq!(events[recall_at].subject, "rc-s", "{:?}", events[recall_at]);
+    assert!(stopping < recall_at);
 
     // And new executions of that recipe are refused recipe_recalled.
     let again = request("ex-rc-2", "red-lentil-soup", true);

@@ -1,0 +1,262 @@
+//! The hub's event plumbing: committing changes with their events, waking subscribers, and
+//! heartbeats.
+//!
+//! Every durable event goes through [`Hub::commit`]: one storage transaction holds the change
+//! and its events, and only after the commit are SSE streams and webhook tasks woken (a
+//! `watch` counter). Subscribers never take events from the notification itself — they read
+//! the outbox after their own position — so a slow or lagging subscriber skips nothing.
+//!
+//! **Heartbeats are live only.** A `cookwala.device.heartbeat` says "the device is alive now";
+//! replayed or retried an hour later it says nothing true, and writing one every 30 s to the
+//! outbox would need pruning and would fill webhook queues with stale liveness. So heartbeats
+//! go to the SSE subscribers connected at that moment (a `broadcast` channel; a lagging
+//! subscriber just misses some), are sent without an SSE `id:` line so a client's
+//! `Last-Event-ID` keeps naming the last durable event, and are not sent to webhooks. The hub
+//! records the time of the last heartbeat per device ([`Hub::last_heartbeat`], and the
+//! `x-hub-last-heartbeat` header of `GET /v1/capabilities`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use canonical_json::Value;
+use cookwala::execution::ExecutionState;
+use cookwala_sim::{SimEvent, Simulation};
+use tokio::sync::{broadcast, watch};
+
+use crate::error::ApiError;
+use crate::events::{self, Execution, ProgressGate};
+use crate::hub::{Hub, jcs_text, snapshot};
+use crate::storage::{Commit, NewEvent, NewIncident};
+
+/// A live-only event for the SSE subscribers connected now.
+#[derive(Debug)]
+pub(crate) struct LiveEvent {
+    pub ty: &'static str,
+    pub subject: String,
+    pub body: String,
+}
+
+/// The event state of a hub (one per [`Hub`]).
+#[derive(Debug)]
+pub(crate) struct Bus {
+    /// Incremented after every commit that added events.
+    committed: watch::Sender<u64>,
+    /// Live-only events (heartbeats).
+    live: broadcast::Sender<Arc<LiveEvent>>,
+    /// Set at shutdown: open event streams end.
+    closing: watch::Sender<bool>,
+    /// Progress rate limit per execution.
+    gate: Mutex<ProgressGate>,
+    /// Events and incidents of in-memory changes whose commit failed; they go out first with
+    /// the next commit (event ids deduplicate).
+    pending: Mutex<(Vec<NewEvent>, Vec<NewIncident>)>,
+    started: Instant,
+    boot_ms: i64,
+    sim_clock_ms: AtomicU64,
+    heartbeats: AtomicU64,
+    last_heartbeat: Mutex<BTreeMap<String, i64>>,
+}
+
+impl Bus {
+    pub(crate) fn new() -> Bus {
+        Bus {
+            committed: watch::Sender::new(0),
+            live: broadcast::Sender::new(16),
+            closing: watch::Sender::new(false),
+            gate: Mutex::new(ProgressGate::default()),
+            pending: Mutex::new((Vec::new(), Vec::new())),
+            started: Instant::now(),
+            boot_ms: crate::unix_ms(),
+            sim_clock_ms: AtomicU64::new(0),
+            heartbeats: AtomicU64::new(0),
+            last_heartbeat: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// A receiver that changes after every commit with events.
+    pub(crate) fn committed(&self) -> watch::Receiver<u64> {
+        self.committed.subscribe()
+    }
+
+    /// Live-only events from now on.
+    pub(crate) fn live(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
+        self.live.subscribe()
+    }
+
+    /// A receiver that turns `true` at shutdown.
+    pub(crate) fn closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// Counts simulated time the hub's clock moved.
+    pub(crate) fn clock_moved(&self, dt_ms: u64) {
+        self.sim_clock_ms.fetch_add(dt_ms, Ordering::Relaxed);
+    }
+}
+
+impl Hub {
+    /// Commits `commit` in one storage transaction, then wakes the event subscribers. With
+    /// `retry_events`, the events and incidents of a failed commit are kept and written first
+    /// by the next commit (for changes already made in memory, which later commits persist).
+    pub(crate) async fn commit(
+        &self,
+        mut commit: Commit,
+        retry_events: bool,
+    ) -> Result<(), ApiError> {
+        let bus = &self.inner.bus;
+        {
+            let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            if !pending.0.is_empty() || !pending.1.is_empty() {
+                let (events, incidents) = std::mem::take(&mut *pending);
+                commit.events.splice(0..0, events);
+                commit.incidents.splice(0..0, incidents);
+            }
+        }
+        if commit.is_empty() {
+            return Ok(());
+        }
+        let has_events = !commit.events.is_empty();
+        let stash = retry_events.then(|| (commit.events.clone(), commit.incidents.clone()));
+        let res = self.db(move |s| s.commit(&commit)).await;
+        match res {
+            Ok(()) => {
+                if has_events {
+                    bus.committed.send_modify(|n| *n = n.wrapping_add(1));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let Some((events, incidents)) = stash {
+                    let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                    pending.0.splice(0..0, events);
+                    pending.1.splice(0..0, incidents);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn execution<'a>(&'a self, id: &'a str, request: &'a str, start_unix_ms: i64) -> Execution<'a> {
+        Execution { id, request, device: &self.inner.device_id, start_unix_ms }
+    }
+
+    /// The event reporting a new execution (`accepted` or `refused`).
+    pub(crate) fn created_events(&self, id: &str, sim: &Simulation) -> Vec<NewEvent> {
+        let status = sim.status();
+        let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
+        let exe = self.execution(id, request, sim.start_unix_ms());
+        vec![events::to_new(&events::created(&exe, &status))]
+    }
+
+    /// The commit for a change of a live simulation: its new status, the events of `sim_events`
+    /// (the simulator's output since the state `prev`), and the incidents it recorded beyond
+    /// the first `incidents_before`.
+    pub(crate) fn change(
+        &self,
+        id: &str,
+        sim: &Simulation,
+        prev: ExecutionState,
+        sim_events: &[SimEvent],
+        incidents_before: usize,
+    ) -> Commit {
+        let status = sim.status();
+        let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
+        let exe = self.execution(id, request, sim.start_unix_ms());
+        let docs = {
+            let mut gate = self.inner.bus.gate.lock().unwrap_or_else(PoisonError::into_inner);
+            events::from_sim(&exe, prev, sim_events, &mut gate)
+        };
+        let incidents = sim
+            .incidents()
+            .get(incidents_before..)
+            .unwrap_or_default()
+            .iter()
+            .map(|doc| NewIncident {
+                id: doc.get("id").and_then(Value::as_str).unwrap_or(id).to_owned(),
+                body: jcs_text(doc),
+            })
+            .collect();
+        Commit {
+            updates: vec![snapshot(id, sim)],
+            incidents,
+            events: docs.iter().map(events::to_new).collect(),
+            ..Commit::default()
+        }
+    }
+
+    /// Publishes a `cookwala.recall.published` event for a Recall document (durable: it goes
+    /// to the outbox, SSE and webhooks). Publishing the same document again is a no-op.
+    ///
+    /// # Errors
+    /// The storage fails.
+    pub async fn publish_recall_event(&self, recall: &Value) -> Result<(), ApiError> {
+        let event = events::recall(recall, crate::unix_ms());
+        let commit = Commit { events: vec![events::to_new(&event)], ..Commit::default() };
+        self.commit(commit, false).await
+    }
+
+    /// Emits one `cookwala.device.heartbeat` for the served device to the SSE subscribers
+    /// connected now, records it as the device's last heartbeat, and returns it.
+    pub async fn heartbeat(&self) -> Value {
+        let active: Vec<String> = self.inner.live.lock().await.keys().cloned().collect();
+        let bus = &self.inner.bus;
+        let now_ms = crate::unix_ms();
+        let event = events::heartbeat(&events::Heartbeat {
+            device: &self.inner.device_id,
+            boot: bus.boot_ms,
+            n: bus.heartbeats.fetch_add(1, Ordering::Relaxed),
+            now_ms,
+            active: &active,
+            uptime_ms: u64::try_from(bus.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            sim_clock_ms: bus.sim_clock_ms.load(Ordering::Relaxed),
+        });
+        bus.last_heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(self.inner.device_id.clone(), now_ms);
+        // No receiver is not an error: nobody is listening.
+        let _ = bus.live.send(Arc::new(LiveEvent {
+            ty: events::HEARTBEAT,
+            subject: self.inner.device_id.clone(),
+            body: jcs_text(&event),
+        }));
+        event
+    }
+
+    /// When `device` last sent a heartbeat (Unix ms), if ever since the hub started.
+    pub fn last_heartbeat(&self, device: &str) -> Option<i64> {
+        self.inner
+            .bus
+            .last_heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(device)
+            .copied()
+    }
+
+    /// Starts the task that emits a heartbeat every [`crate::HubConfig::heartbeat`] (nothing
+    /// when the interval is zero). The first heartbeat is sent at once.
+    pub fn spawn_heartbeat(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let every = self.inner.config.heartbeat;
+        if every.is_zero() {
+            return None;
+        }
+        let hub = self.clone();
+        Some(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(every);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                hub.heartbeat().await;
+            }
+        }))
+    }
+
+    /// Ends every open event stream (at shutdown, so a graceful shutdown does not wait for
+    /// SSE clients forever).
+    pub fn close_event_streams(&self) {
+        self.inner.bus.closing.send_replace(true);
+    }
+}

@@ -1,0 +1,167 @@
+//! `GET /cookwala/v1/events` (also `/v1/events`): the event outbox as Server-Sent Events.
+//!
+//! Each outbox event is one message `id: <event id>`, `event: <type>`, `data: <JCS CloudEvent>`
+//! (JCS has no raw newlines, so `data` is one line). Heartbeats, which are live only (see
+//! [`crate::bus`]), come without an `id:` line, so a client's `Last-Event-ID` always names a
+//! durable event. A comment line is sent every 15 s when nothing else is.
+//!
+//! **Resuming.** With a `Last-Event-ID` header (else `?after=<event id>`) the stream replays
+//! every stored event after that one, then continues live; without either it starts with the
+//! events committed after the connection. An id the outbox does not hold is refused with 400
+//! `unknown-event-id` (a problem document) rather than replayed from the start, so a client
+//! whose position is lost learns it and can re-read the execution statuses.
+//!
+//! **Filters.** `?type=<prefix>` keeps events whose type starts with the prefix
+//! (`cookwala.safety.`); `?subject=<id>` keeps one execution (or the device, for heartbeats).
+//!
+//! The stream always reads the outbox after its own position, woken after each commit, so a
+//! slow client misses nothing. It needs the bearer token like the other non-open endpoints, and
+//! ends when the hub shuts down.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tokio::sync::{broadcast, watch};
+
+use crate::api::authorize;
+use crate::bus::LiveEvent;
+use crate::error::ApiError;
+use crate::hub::Hub;
+
+/// The event routes (merged into [`crate::app`]).
+pub(crate) fn routes() -> Router<Hub> {
+    Router::new().route("/v1/events", get(events)).route("/cookwala/v1/events", get(events))
+}
+
+/// How many outbox rows one read takes.
+const BATCH: usize = 256;
+
+#[derive(Clone, Debug, Default)]
+struct Filter {
+    type_prefix: Option<String>,
+    subject: Option<String>,
+}
+
+impl Filter {
+    fn admits(&self, ty: &str, subject: &str) -> bool {
+        self.type_prefix.as_deref().is_none_or(|p| ty.starts_with(p))
+            && self.subject.as_deref().is_none_or(|s| s == subject)
+    }
+}
+
+async fn events(
+    State(hub): State<Hub>,
+    headers: HeaderMap,
+    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    authorize(&hub, &headers)?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .or_else(|| query.get("after").filter(|v| !v.is_empty()).cloned());
+    let start = match last {
+        Some(id) => {
+            let lookup = id.clone();
+            hub.db(move |s| s.event_position(&lookup)).await?.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "unknown-event-id",
+                    format!("no stored event has the id {id}; reconnect without Last-Event-ID"),
+                )
+            })?
+        }
+        None => hub.db(|s| s.last_event_position()).await?,
+    };
+    let filter = Filter {
+        type_prefix: query.get("type").filter(|v| !v.is_empty()).cloned(),
+        subject: query.get("subject").filter(|v| !v.is_empty()).cloned(),
+    };
+    let bus = &hub.inner.bus;
+    let state = Stream {
+        committed: bus.committed(),
+        live: bus.live(),
+        closing: bus.closing(),
+        hub: hub.clone(),
+        position: start,
+        filter,
+        queue: VecDeque::new(),
+    };
+    let stream = futures_util::stream::unfold(state, |mut st| async move {
+        let event = st.next().await?;
+        Some((Ok::<Event, Infallible>(event), st))
+    });
+    let keep_alive = KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive");
+    Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
+}
+
+struct Stream {
+    hub: Hub,
+    position: u64,
+    filter: Filter,
+    queue: VecDeque<Event>,
+    committed: watch::Receiver<u64>,
+    live: broadcast::Receiver<Arc<LiveEvent>>,
+    closing: watch::Receiver<bool>,
+}
+
+/// True when `s` can go on an SSE field line (axum refuses newlines and NUL there).
+fn one_line(s: &str) -> bool {
+    !s.contains(['\n', '\r', '\0'])
+}
+
+impl Stream {
+    /// The next message, or `None` when the stream ends (shutdown or a storage failure; the
+    /// client reconnects with its `Last-Event-ID`).
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            if *self.closing.borrow() {
+                return None;
+            }
+            // Mark the current commit as seen before reading, so a commit after the read wakes
+            // the wait below.
+            self.committed.borrow_and_update();
+            let after = self.position;
+            let rows = self.hub.db(move |s| s.events_after(after, BATCH)).await.ok()?;
+            if let Some(last) = rows.last() {
+                self.position = last.position;
+                for row in rows.into_iter().filter(|r| self.filter.admits(&r.ty, &r.subject)) {
+                    let mut event = Event::default();
+                    if one_line(&row.id) {
+                        event = event.id(row.id);
+                    }
+                    if one_line(&row.ty) {
+                        event = event.event(row.ty);
+                    }
+                    self.queue.push_back(event.data(row.body));
+                }
+                continue;
+            }
+            tokio::select! {
+                changed = self.committed.changed() => changed.ok()?,
+                live = self.live.recv() => match live {
+                    Ok(ev) if self.filter.admits(ev.ty, &ev.subject) => {
+                        self.queue.push_back(Event::default().event(ev.ty).data(ev.body.as_str()));
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = self.closing.changed() => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! Signed webhooks: every outbox event, in order, at least once, to each configured URL.
+//!
+//! One task per webhook reads the outbox after the webhook's durable cursor and POSTs each event
+//! (the exact stored JCS bytes) with `content-type: application/cloudevents+json`, `ce-id`, and
+//! `X-Cookwala-Signature: sha256=<lowercase hex HMAC-SHA256(secret, body)>`. A 2xx answer moves
+//! the cursor (one committed row, so a restart resumes after the last acknowledged event);
+//! anything else — another status, a refused connection, a timeout — is retried after
+//! [`WebhookPolicy::first_retry`], doubling up to [`WebhookPolicy::max_retry`]. An event still
+//! failing [`WebhookPolicy::give_up_after`] after its first failure (24 h by default) is
+//! recorded as dead-lettered (`webhook_dead_letters`), a note is logged, and delivery moves on.
+//! The retry window is measured within one process: a restart starts it again.
+//!
+//! Receivers must deduplicate by `ce-id` (the CloudEvent `id`): an event whose acknowledgement
+//! was lost, or whose cursor move did not commit before a crash, is sent again.
+//!
+//! Plain `http://` only (loopback or LAN): the hub has no TLS client, and `https://` URLs are
+//! refused when the hub opens rather than silently sent in clear.
+
+use std::fmt;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderValue, Request, StatusCode, Uri, header};
+use http_body_util::Full;
+use hyper_util::rt::TokioIo;
+use sha2::{Digest, Sha256};
+
+use crate::hub::{Hub, HubError};
+use crate::storage::{DeadLetter, StoredEvent};
+
+/// A webhook: where to POST events and the secret that signs them. `Debug` never shows the
+/// secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Webhook {
+    /// `http://host[:port]/path`.
+    pub url: String,
+    /// The HMAC-SHA256 key for `X-Cookwala-Signature`.
+    pub secret: String,
+}
+
+impl fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Webhook").field("url", &self.url).field("secret", &"<redacted>").finish()
+    }
+}
+
+/// How webhook deliveries are retried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WebhookPolicy {
+    /// The wait after the first failure (then doubled after each failure).
+    pub first_retry: Duration,
+    /// The longest wait between two attempts.
+    pub max_retry: Duration,
+    /// How long after its first failure an event is given up (dead-lettered).
+    pub give_up_after: Duration,
+    /// The limit for one attempt (connect, send, response head).
+    pub timeout: Duration,
+}
+
+impl Default for WebhookPolicy {
+    /// 1 s doubling to 5 min, for 24 h; 10 s per attempt.
+    fn default() -> WebhookPolicy {
+        WebhookPolicy {
+            first_retry: Duration::from_secs(1),
+            max_retry: Duration::from_secs(300),
+            give_up_after: Duration::from_secs(24 * 3600),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// HMAC-SHA256 (RFC 2104) of `msg` under `key`.
+pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    const BLOCK: usize = 64;
+    let mut k = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        k[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        k[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| k.map(|b| b ^ byte);
+    let inner = Sha256::new().chain_update(pad(0x36)).chain_update(msg).finalize();
+    let outer = Sha256::new().chain_update(pad(0x5c)).chain_update(inner).finalize();
+    let mut out = [0u8; 32];
+    out.copy_from_slice(&outer);
+    out
+}
+
+/// The `X-Cookwala-Signature` value for `body`: `sha256=<lowercase hex HMAC>`.
+pub fn signature(secret: &str, body: &[u8]) -> String {
+    let mac = hmac_sha256(secret.as_bytes(), body);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256=");
+    for b in mac {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// Where a webhook's requests go.
+#[derive(Clone, Debug)]
+struct Target {
+    host: String,
+    port: u16,
+    authority: String,
+    path: String,
+}
+
+fn target(url: &str) -> Result<Target, String> {
+    let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
+    match uri.scheme_str() {
+        Some("http") => {}
+        Some("https") => {
+            return Err("https is not supported (the hub has no TLS client); use http:// on \
+                        loopback or a trusted LAN"
+                .to_owned());
+        }
+        _ => return Err("the URL must start with http://".to_owned()),
+    }
+    let authority = uri.authority().ok_or("the URL has no host")?;
+    if authority.as_str().contains('@') {
+        return Err("credentials in the URL are not supported".to_owned());
+    }
+    let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_owned();
+    if host.is_empty() {
+        return Err("the URL has no host".to_owned());
+    }
+    Ok(Target {
+        host,
+        port: authority.port_u16().unwrap_or(80),
+        authority: authority.as_str().to_owned(),
+        path: uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
+    })
+}
+
+/// Checks every webhook: an `http://` URL, a non-empty secret, no URL twice.
+pub(crate) fn check(hooks: &[Webhook]) -> Result<(), HubError> {
+    for (i, hook) in hooks.iter().enumerate() {
+        let fail = |why: String| HubError::Webhook { url: hook.url.clone(), why };
+        target(&hook.url).map_err(fail)?;
+        if hook.secret.is_empty() {
+            return Err(fail("the secret is empty".to_owned()));
+        }
+        if hooks[..i].iter().any(|h| h.url == hook.url) {
+            return Err(fail("configured twice".to_owned()));
+        }
+    }
+    Ok(())
+}
+
+impl Hub {
+    /// Starts one delivery task per configured webhook.
+    pub fn spawn_webhooks(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let policy = self.inner.config.webhook_policy;
+        self.inner
+            .config
+            .webhooks
+            .iter()
+            .filter_map(|hook| {
+                let t = target(&hook.url).ok()?;
+                Some(tokio::spawn(deliver_all(self.clone(), hook.clone(), t, policy)))
+            })
+            .collect()
+    }
+}
+
+const BATCH: usize = 64;
+
+async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPolicy) {
+    let mut committed = hub.inner.bus.committed();
+    loop {
+        committed.borrow_and_update();
+        let url = hook.url.clone();
+        let next = hub
+            .db(move |s| {
+                let cursor = s.webhook_cursor(&url)?.unwrap_or(0);
+                s.events_after(cursor, BATCH)
+            })
+            .await;
+        let events = match next {
+            Ok(events) => events,
+            Err(_) => {
+                // The storage failed (already logged): try again shortly.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if events.is_empty() {
+            if committed.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        for event in events {
+            let dead = deliver(&hook, &target, &policy, &event).await;
+            loop {
+                let (url, position, dead) = (hook.url.clone(), event.position, dead.clone());
+                match hub.db(move |s| s.set_webhook_cursor(&url, position, dead.as_ref())).await {
+                    Ok(()) => break,
+                    Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                }
+            }
+        }
+    }
+}
+
+/// Delivers one event, retrying until a 2xx or the policy gives up (then the dead letter).
+async fn deliver(
+    hook: &Webhook,
+    target: &Target,
+    policy: &WebhookPolicy,
+    event: &StoredEvent,
+) -> Option<DeadLetter> {
+    let signature = signature(&hook.secret, event.body.as_bytes());
+    let mut wait = policy.first_retry;
+    let mut first_failure = None;
+    let mut attempts = 0u32;
+    loop {
+        attempts = attempts.saturating_add(1);
+        let why = match tokio::time::timeout(policy.timeout, post(target, event, &signature)).await
+        {
+            Ok(Ok(status)) if status.is_success() => return None,
+            Ok(Ok(status)) => format!("HTTP {}", status.as_u16()),
+            Ok(Err(e)) => e,
+            Err(_) => "timed out".to_owned(),
+        };
+        let since = *first_failure.get_or_insert_with(tokio::time::Instant::now);
+        if attempts == 1 {
+            crate::note(format_args!(
+                "cookwala-hub: webhook {}: event {} not delivered ({why}); retrying",
+                hook.url, event.id
+            ));
+        }
+        if since.elapsed() >= policy.give_up_after {
+            crate::note(format_args!(
+                "cookwala-hub: webhook {}: gave up on event {} after {attempts} attempts \
+                 ({why}); dead-lettered, moving on",
+                hook.url, event.id
+            ));
+            return Some(DeadLetter {
+                position: event.position,
+                event_id: event.id.clone(),
+                attempts,
+                last_error: why,
+            });
+        }
+        tokio::time::sleep(wait).await;
+        wait = wait.saturating_mul(2).min(policy.max_retry);
+    }
+}
+
+/// One POST on a fresh HTTP/1.1 connection; the response status.
+async fn post(target: &Target, event: &StoredEvent, signature: &str) -> Result<StatusCode, String> {
+    let stream = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    let driver = tokio::spawn(conn);
+    let mut req = Request::post(target.path.as_str())
+        .header(header::HOST, target.authority.as_str())
+        .header(header::CONTENT_TYPE, "application/cloudevents+json")
+        .header(header::USER_AGENT, "cookwala-hub")
+        .header("x-cookwala-signature", signature)
+        .body(Full::new(Bytes::from(event.body.clone())))
+        .map_err(|e| format!("request: {e}"))?;
+    // An id that is not a valid header value is still in the body.
+    if let Ok(id) = HeaderValue::from_str(&event.id) {
+        req.headers_mut().insert("ce-id", id);
+    }
+    let res = sender.send_request(req).await.map_err(|e| format!("send: {e}"));
+    driver.abort();
+    Ok(res?.status())
+}
+
+#[cfg(test)]
+mod tests;
