@@ -6,6 +6,7 @@
 mod api;
 mod auth;
 mod catalog;
+mod concurrency;
 mod delivery;
 mod events;
 mod openapi;
