@@ -106,6 +106,10 @@ pub struct Commits {
     pub elapsed: Duration,
     /// Latency of each commit (BEGIN..COMMIT), microseconds, sorted.
     pub latencies_us: Vec<u64>,
+    /// CPU seconds the process used meanwhile (filled in by the caller; 0 if unknown).
+    pub cpu_s: f64,
+    /// When it was measured (a label for the report; empty if not given).
+    pub when: &'static str,
 }
 
 impl Commits {
@@ -117,6 +121,11 @@ impl Commits {
     /// Rows per second.
     pub fn rows_per_sec(&self) -> f64 {
         self.commits_per_sec() * self.rows_per_commit as f64
+    }
+
+    /// CPU microseconds per commit (from [`Commits::cpu_s`]).
+    pub fn cpu_us_per_commit(&self) -> f64 {
+        if self.commits == 0 { f64::NAN } else { self.cpu_s * 1e6 / self.commits as f64 }
     }
 
     /// The `q`-quantile of the commit latency, milliseconds.
@@ -137,7 +146,8 @@ pub fn quantile_ms(sorted_us: &[u64], q: f64) -> f64 {
 
 /// SQLite's durable-commit rate in `dir` with the hub's settings (WAL, `synchronous = FULL`):
 /// a loop of transactions of `rows_per_commit` single-row INSERTs of `row_bytes` of text, for
-/// `duration` or `max_commits`, whichever comes first. Uses `dir/ceiling-<rows>.sqlite3`.
+/// `duration` or `max_commits`, whichever comes first. Uses a fresh `dir/ceiling-<rows>.sqlite3`
+/// (`dir` is created; an existing file is replaced).
 ///
 /// # Errors
 /// SQLite fails.
@@ -148,7 +158,11 @@ pub fn sqlite_commits(
     duration: Duration,
     max_commits: Option<u64>,
 ) -> anyhow::Result<Commits> {
+    std::fs::create_dir_all(dir)?;
     let path = dir.join(format!("ceiling-{rows_per_commit}.sqlite3"));
+    for stale in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{stale}", path.display()));
+    }
     let mut conn =
         Connection::open(&path).with_context(|| format!("opening {}", path.display()))?;
     let _mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
@@ -186,5 +200,7 @@ pub fn sqlite_commits(
         commits: latencies_us.len() as u64,
         elapsed,
         latencies_us,
+        cpu_s: 0.0,
+        when: "",
     })
 }

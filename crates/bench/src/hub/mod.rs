@@ -4,15 +4,16 @@
 //!
 //! 1. **Simulation CPU** ([`simcpu`]): each built-in recipe start to end, CPU ms per simulated
 //!    hour.
-//! 2. **SQLite ceilings** ([`ceiling::sqlite_commits`]): durable commits (WAL,
-//!    `synchronous = FULL`) in the directory the hub's data goes to, one row per commit and
-//!    `batch` rows per commit (the group-commit ceiling).
-//! 3. **Load** ([`load`]): the hub binary (`cookwala serve`) as a child process on a fresh data
+//! 2. **Load** ([`load`]): the hub binary (`cookwala serve`) as a child process on a fresh data
 //!    directory, next to a bare axum server (`cw-bench bare-serve`, also a child process)
 //!    answering the same paths with the hub's own response bytes. Scenarios: GET capabilities,
 //!    GET status of a stored (final) and of a live execution, POST /v1/executions refused
 //!    `busy` after every precheck (one durable commit each), and POST /v1/executions accepted
 //!    followed by a stop that ends it at once (two durable commits per iteration).
+//! 3. **SQLite ceilings** ([`ceiling::sqlite_commits`]), measured right before the durable POSTs
+//!    (and the 1-row one again right after them): durable commits (WAL, `synchronous = FULL`)
+//!    next to the hub's data, one row per commit and `batch` rows per commit (the group-commit
+//!    ceiling).
 //! 4. **RSS** with `rss_executions` completed executions stored (through the public `Storage`
 //!    trait, one transaction each), idle and after reading every status and log over HTTP,
 //!    then accepted POSTs on a fast clock (executions finish by themselves).
@@ -364,40 +365,50 @@ pub fn run(opts: &Options) -> anyhow::Result<Report> {
     progress(format_args!("simulation CPU, {} run(s) per recipe", opts.sim_runs));
     report.sims = simcpu::measure_all(opts.sim_runs)?;
 
-    for rows in [1, opts.batch_rows.max(2)] {
-        progress(format_args!(
-            "SQLite durable commits, {rows} row(s) per commit, {:.1} s in {}",
-            opts.ceiling_secs,
-            tmp.path().display()
-        ));
-        let c = ceiling::sqlite_commits(
-            tmp.path(),
-            rows,
-            opts.row_bytes,
-            Duration::from_secs_f64(opts.ceiling_secs),
-            None,
-        )?;
-        progress(format_args!(
-            "  {:.0} commits/s, {:.0} rows/s, p50 {:.3} ms, p99 {:.3} ms",
-            c.commits_per_sec(),
-            c.rows_per_sec(),
-            c.quantile_ms(0.5),
-            c.quantile_ms(0.99)
-        ));
-        report.commits.push(c);
-    }
-
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    report.scenarios = load_phase(opts, &rt, tmp.path())?;
+    (report.scenarios, report.commits) = load_phase(opts, &rt, tmp.path())?;
     report.rss = Some(rss_phase(opts, &rt, tmp.path())?);
     Ok(report)
+}
+
+/// One SQLite ceiling run in `dir` (`when` labels it in the report).
+fn commit_ceiling(
+    opts: &Options,
+    dir: &Path,
+    rows: usize,
+    when: &'static str,
+) -> anyhow::Result<Commits> {
+    progress(format_args!(
+        "SQLite durable commits, {rows} row(s) per commit, {:.1} s in {} ({when})",
+        opts.ceiling_secs,
+        dir.display()
+    ));
+    let cpu0 = process_cpu_s();
+    let mut c = ceiling::sqlite_commits(
+        dir,
+        rows,
+        opts.row_bytes,
+        Duration::from_secs_f64(opts.ceiling_secs),
+        None,
+    )?;
+    c.cpu_s = process_cpu_s() - cpu0;
+    c.when = when;
+    progress(format_args!(
+        "  {:.0} commits/s, {:.0} rows/s, p50 {:.3} ms, p99 {:.3} ms, {:.0} us CPU per commit",
+        c.commits_per_sec(),
+        c.rows_per_sec(),
+        c.quantile_ms(0.5),
+        c.quantile_ms(0.99),
+        c.cpu_us_per_commit()
+    ));
+    Ok(c)
 }
 
 fn load_phase(
     opts: &Options,
     rt: &tokio::runtime::Runtime,
     tmp: &Path,
-) -> anyhow::Result<Vec<Scenario>> {
+) -> anyhow::Result<(Vec<Scenario>, Vec<Commits>)> {
     let data = tmp.join("hub-load");
     progress(format_args!(
         "starting {} serve (speed {FROZEN_SPEED}) on {}",
@@ -490,6 +501,20 @@ fn load_phase(
     }
     drop(bare);
 
+    // The commit ceilings right before the durable POSTs (and the 1-row one again right
+    // after them): the disk is shared, so its rate drifts with whatever else runs.
+    let ceilings_dir = tmp.join("ceilings");
+    std::fs::create_dir_all(&ceilings_dir)?;
+    let mut commits = vec![
+        commit_ceiling(opts, &ceilings_dir.join("before-1"), 1, "before the POSTs")?,
+        commit_ceiling(
+            opts,
+            &ceilings_dir.join("before-n"),
+            opts.batch_rows.max(2),
+            "before the POSTs",
+        )?,
+    ];
+
     // Every POST passes every precheck and is refused `busy` (the live execution holds the
     // device): a 202 with a stored refused execution and its idempotency record, one commit.
     out.push(scenario(
@@ -500,6 +525,17 @@ fn load_phase(
         n,
         opts,
         make_start("busy", false)?,
+        expect_states(vec![Some("refused")]),
+    )?);
+    // The same with one connection: the service time of one refused POST, nothing queued.
+    out.push(scenario(
+        rt,
+        "POST /v1/executions (refused busy)",
+        "hub",
+        &hub,
+        1,
+        opts,
+        make_start("busy1", false)?,
         expect_states(vec![Some("refused")]),
     )?);
     stop("setup-live")?;
@@ -518,7 +554,8 @@ fn load_phase(
     let (rss, hwm) = hub.rss_kib()?;
     progress(format_args!("load hub RSS {rss} KiB (peak {hwm} KiB)"));
     drop(hub);
-    Ok(out)
+    commits.push(commit_ceiling(opts, &ceilings_dir.join("after-1"), 1, "after the POSTs")?);
+    Ok((out, commits))
 }
 
 /// Stores `n` completed executions of [`RECIPE`] in `data/hub.sqlite3` through the public
@@ -678,10 +715,10 @@ pub fn records(report: &Report) -> Vec<serde_json::Value> {
     }
     for c in &report.commits {
         out.push(json!({
-            "kind": "sqlite", "rows_per_commit": c.rows_per_commit, "row_bytes": c.row_bytes,
+            "kind": "sqlite", "when": c.when, "rows_per_commit": c.rows_per_commit, "row_bytes": c.row_bytes,
             "commits": c.commits, "secs": c.elapsed.as_secs_f64(),
             "commits_per_s": c.commits_per_sec(), "rows_per_s": c.rows_per_sec(),
-            "p50_ms": c.quantile_ms(0.5), "p99_ms": c.quantile_ms(0.99),
+            "p50_ms": c.quantile_ms(0.5), "p99_ms": c.quantile_ms(0.99), "cpu_s": c.cpu_s,
         }));
     }
     for s in &report.scenarios {
@@ -732,18 +769,32 @@ fn target_line(out: &mut String, label: &str, value: Option<f64>, ok: bool, show
 /// The human-readable table (the same layout as `bench/run.sh`).
 pub fn table(report: &Report) -> String {
     let mut t = String::new();
+    // The run with the most connections (the refused POST also runs with one).
     let find = |name: &str, server: &str| {
-        report.scenarios.iter().find(|s| s.name == name && s.server == server)
+        report
+            .scenarios
+            .iter()
+            .filter(|s| s.name == name && s.server == server)
+            .max_by_key(|s| s.connections)
     };
     t.push_str(&format!(
         "\nHub load on loopback (hub = `cookwala serve`, bare = axum returning the hub's bytes;\n\
          one load-generator thread, keep-alive, {} connections unless shown; latency of the\n\
-         timed request; CPU = seconds of CPU per second of run)\n",
+         timed request; CPU = cores busy (CPU s per s), srv us/req = server CPU per request)\n",
         report.connections
     ));
     t.push_str(&format!(
-        "  {:<44} {:<6} {:>5} {:>10} {:>8} {:>8} {:>6} {:>7} {:>7}\n",
-        "scenario", "server", "conn", "req/s", "p50 ms", "p99 ms", "errors", "srv CPU", "gen CPU"
+        "  {:<44} {:<6} {:>5} {:>10} {:>8} {:>8} {:>6} {:>7} {:>10} {:>7}\n",
+        "scenario",
+        "server",
+        "conn",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "srv CPU",
+        "srv us/req",
+        "gen CPU"
     ));
     let mut rows: Vec<&Scenario> = report.scenarios.iter().collect();
     if let Some(r) = &report.rss {
@@ -754,7 +805,7 @@ pub fn table(report: &Report) -> String {
         let o = &s.outcome;
         let secs = o.elapsed.as_secs_f64().max(1e-9);
         t.push_str(&format!(
-            "  {:<44} {:<6} {:>5} {:>10} {:>8} {:>8} {:>6} {:>7.2} {:>7.2}\n",
+            "  {:<44} {:<6} {:>5} {:>10} {:>8} {:>8} {:>6} {:>7.2} {:>10} {:>7.2}\n",
             s.name,
             s.server,
             s.connections,
@@ -763,6 +814,7 @@ pub fn table(report: &Report) -> String {
             fmt_num(o.quantile_ms(0.99)),
             o.errors,
             s.server_cpu_s / secs,
+            fmt_num(s.server_cpu_s * 1e6 / (o.requests.max(1) as f64)),
             s.gen_cpu_s / secs,
         ));
         let labels: Vec<String> = o
@@ -788,17 +840,18 @@ pub fn table(report: &Report) -> String {
         report.commits.first().map_or(0, |c| c.row_bytes)
     ));
     t.push_str(&format!(
-        "  {:<22} {:>10} {:>10} {:>8} {:>8}\n",
-        "rows per commit", "commits/s", "rows/s", "p50 ms", "p99 ms"
+        "  {:<34} {:>10} {:>10} {:>8} {:>8} {:>14}\n",
+        "rows per commit", "commits/s", "rows/s", "p50 ms", "p99 ms", "CPU us/commit"
     ));
     for c in &report.commits {
         t.push_str(&format!(
-            "  {:<22} {:>10} {:>10} {:>8} {:>8}\n",
-            c.rows_per_commit,
+            "  {:<34} {:>10} {:>10} {:>8} {:>8} {:>14}\n",
+            format!("{} ({})", c.rows_per_commit, c.when),
             fmt_num(c.commits_per_sec()),
             fmt_num(c.rows_per_sec()),
             fmt_num(c.quantile_ms(0.5)),
             fmt_num(c.quantile_ms(0.99)),
+            fmt_num(c.cpu_us_per_commit()),
         ));
     }
 
@@ -865,8 +918,16 @@ pub fn table(report: &Report) -> String {
             &shown,
         );
     }
-    let single = report.commits.first().map(Commits::commits_per_sec);
-    let batched = report.commits.get(1).map(Commits::rows_per_sec);
+    // The 1-row ceiling: the mean of the runs before and after the POSTs.
+    let singles: Vec<f64> = report
+        .commits
+        .iter()
+        .filter(|c| c.rows_per_commit == 1)
+        .map(Commits::commits_per_sec)
+        .collect();
+    let single = (!singles.is_empty()).then(|| singles.iter().sum::<f64>() / singles.len() as f64);
+    let batch = report.commits.iter().find(|c| c.rows_per_commit > 1);
+    let batched = batch.map(Commits::rows_per_sec);
     for (name, short, commits_per) in [
         ("POST /v1/executions (refused busy)", "durable POST (refused busy, 1 commit)", 1.0),
         (
@@ -902,7 +963,7 @@ pub fn table(report: &Report) -> String {
             &mut t,
             &format!(
                 "  (vs the {}-row group-commit ceiling, rows/s)",
-                report.commits.get(1).map_or(0, |c| c.rows_per_commit)
+                batch.map_or(0, |c| c.rows_per_commit)
             ),
             vs_batch,
             vs_batch.is_some_and(|r| r >= 0.5),
