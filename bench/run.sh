@@ -44,7 +44,8 @@ log "building cw-bench (cargo build --release -p bench${BENCH_FEATURES:+ --featu
 if ! cargo build --release -p bench ${BENCH_FEATURES:+--features "$BENCH_FEATURES"} >&2; then
     [[ -n "$BENCH_FEATURES" ]] || die "cargo build --release -p bench failed"
     log "WARNING: build with --features $BENCH_FEATURES failed; building without (no cookwala verify numbers)"
-    cargo build --release -p bench >&2
+    # --no-default-features also leaves out the hub benchmark, which needs the cookwala crate.
+    cargo build --release -p bench --no-default-features >&2
 fi
 CW_BENCH="$ROOT/target/release/cw-bench"
 

@@ -1,4 +1,5 @@
-//! Throughput benchmarks for the canonical-JSON hashing and signature paths.
+//! Throughput benchmarks for the canonical-JSON hashing and signature paths, and the hub
+//! benchmark ([`hub`], behind the default `hub` feature; see `bench/hub.sh`).
 //!
 //! The binary `cw-bench` prints one JSON object per measurement on stdout; `bench/run.sh`
 //! combines them with the Python reference's numbers (`bench/py_jcs.py`) and prints ratios.
@@ -14,6 +15,8 @@ pub mod docgen;
 #[cfg(feature = "cookwala")]
 pub mod dryrun;
 pub mod harness;
+#[cfg(feature = "hub")]
+pub mod hub;
 pub mod sig;
 
 #[cfg(test)]

@@ -5,7 +5,13 @@
 //! cw-bench hashes NAME=PATH...
 //! cw-bench run [--smoke] [--runs N] [--run-secs S] [--sig-doc FILE] NAME=PATH...
 //! cw-bench dryrun [--smoke] [--runs N] [--run-secs S] BUNDLE.json   (needs --features cookwala)
+//! cw-bench hub --hub-bin PATH [--work DIR] [--json FILE] [--conns N] [--secs S]
+//!              [--warmup-secs S] [--ceiling-secs S] [--batch-rows N] [--row-bytes N]
+//!              [--executions N] [--sim-runs N]                     (see bench/hub.sh)
+//! cw-bench bare-serve BODIES.json                                  (started by `hub`)
 //! ```
+//!
+//! `hub` prints a table on stdout (and the raw records as JSON lines to `--json FILE`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -116,7 +122,16 @@ fn run(args: Vec<String>) -> anyhow::Result<()> {
             }
             dryrun(Path::new(bundle), config)
         }
-        other => bail!("unknown command {other:?}: expected gen, hashes, run or dryrun"),
+        "hub" => hub(&options),
+        "bare-serve" => {
+            let [bodies] = positional.as_slice() else {
+                bail!("usage: cw-bench bare-serve BODIES.json")
+            };
+            bare_serve(Path::new(bodies))
+        }
+        other => {
+            bail!("unknown command {other:?}: expected gen, hashes, run, dryrun, hub or bare-serve")
+        }
     }
 }
 
@@ -147,4 +162,60 @@ fn load_sets(specs: &[String]) -> anyhow::Result<Vec<DocSet>> {
             DocSet::load(name, &PathBuf::from(path))
         })
         .collect()
+}
+
+#[cfg(feature = "hub")]
+fn hub(options: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+    use bench::hub::{Options, records, run, table};
+    fn parse<T: std::str::FromStr>(
+        options: &std::collections::BTreeMap<String, String>,
+        name: &str,
+        default: T,
+    ) -> anyhow::Result<T>
+    where
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        options.get(name).map_or(Ok(default), |v| v.parse().with_context(|| format!("{name} {v}")))
+    }
+    let d = Options::default();
+    let opts = Options {
+        hub_bin: options.get("--hub-bin").map_or(d.hub_bin, PathBuf::from),
+        work: options.get("--work").map_or(d.work, PathBuf::from),
+        connections: parse(options, "--conns", d.connections)?,
+        secs: parse(options, "--secs", d.secs)?,
+        warmup_secs: parse(options, "--warmup-secs", d.warmup_secs)?,
+        ceiling_secs: parse(options, "--ceiling-secs", d.ceiling_secs)?,
+        batch_rows: parse(options, "--batch-rows", d.batch_rows)?,
+        row_bytes: parse(options, "--row-bytes", d.row_bytes)?,
+        rss_executions: parse(options, "--executions", d.rss_executions)?,
+        sim_runs: parse(options, "--sim-runs", d.sim_runs)?,
+    };
+    let report = run(&opts)?;
+    if let Some(path) = options.get("--json") {
+        let mut text = String::new();
+        for r in records(&report) {
+            text.push_str(&r.to_string());
+            text.push('\n');
+        }
+        std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
+    }
+    print!("{}", table(&report));
+    Ok(())
+}
+
+#[cfg(feature = "hub")]
+fn bare_serve(bodies: &Path) -> anyhow::Result<()> {
+    bench::hub::bare_serve(bodies)
+}
+
+#[cfg(not(feature = "hub"))]
+fn hub(options: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+    let _ = options;
+    bail!("cw-bench was built without the hub feature")
+}
+
+#[cfg(not(feature = "hub"))]
+fn bare_serve(bodies: &Path) -> anyhow::Result<()> {
+    let _ = bodies;
+    bail!("cw-bench was built without the hub feature")
 }
