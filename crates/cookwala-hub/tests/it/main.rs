@@ -7,6 +7,7 @@ mod api;
 mod auth;
 mod catalog;
 mod delivery;
+mod devices;
 mod events;
 mod openapi;
 mod recalls;
