@@ -64,6 +64,17 @@ pub struct ExecutionRecord {
     pub is_final: bool,
     /// The ExecutionLog (JCS text), once final.
     pub log: Option<String>,
+    /// The Recipe document the execution ran (JCS text); `None` for rows written before schema
+    /// 4 (the hub then looks the recipe up in its catalog) and for a recipe the hub did not
+    /// know (the execution was refused).
+    pub recipe_doc: Option<String>,
+    /// The Capabilities document of the device it ran on (JCS text); `None` for rows written
+    /// before schema 4.
+    pub device_doc: Option<String>,
+    /// The SafetyLimits that narrowed the default pack on that device (JCS text; the
+    /// simulator's `extra_limits`); `None` when nothing narrowed it. Read only when
+    /// [`ExecutionRecord::device_doc`] is stored: an older row takes the catalog's.
+    pub limits_doc: Option<String>,
 }
 
 /// A new status for a stored execution.
@@ -323,7 +334,7 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 }
 
 /// The schema version this hub writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1
@@ -384,6 +395,10 @@ const MIGRATIONS: &[&str] = &[
         received_ms INTEGER NOT NULL
      );
      CREATE INDEX recalls_issued ON recalls(issued_ms, id);",
+    // 3 -> 4: the documents each execution ran with (NULL in older rows).
+    "ALTER TABLE executions ADD COLUMN recipe_doc TEXT;
+     ALTER TABLE executions ADD COLUMN device_doc TEXT;
+     ALTER TABLE executions ADD COLUMN limits_doc TEXT;",
 ];
 
 /// SQLite storage (one connection behind a mutex; WAL, `synchronous = FULL`).
@@ -447,7 +462,8 @@ fn put_idem(tx: &rusqlite::Transaction<'_>, idem: &IdempotencyRecord) -> rusqlit
 fn insert_execution(tx: &rusqlite::Transaction<'_>, rec: &ExecutionRecord) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
-            created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+            created_ms, updated_ms, recipe_doc, device_doc, limits_doc)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)",
         params![
             rec.id,
             rec.request,
@@ -457,7 +473,10 @@ fn insert_execution(tx: &rusqlite::Transaction<'_>, rec: &ExecutionRecord) -> ru
             rec.state,
             rec.is_final,
             rec.log,
-            now_ms()
+            now_ms(),
+            rec.recipe_doc,
+            rec.device_doc,
+            rec.limits_doc
         ],
     )?;
     Ok(())
@@ -503,11 +522,14 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRecord> {
         state: r.get(5)?,
         is_final: r.get(6)?,
         log: r.get(7)?,
+        recipe_doc: r.get(8)?,
+        device_doc: r.get(9)?,
+        limits_doc: r.get(10)?,
     })
 }
 
-const SELECT: &str =
-    "SELECT id, request, config, status, seq, state, is_final, log FROM executions";
+const SELECT: &str = "SELECT id, request, config, status, seq, state, is_final, log,
+    recipe_doc, device_doc, limits_doc FROM executions";
 
 fn seq_i64(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
@@ -521,22 +543,7 @@ impl Storage for SqliteStorage {
     ) -> Result<(), StorageError> {
         let mut conn = self.conn.lock()?;
         let tx = conn.transaction()?;
-        let now = now_ms();
-        tx.execute(
-            "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
-                created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-            params![
-                rec.id,
-                rec.request,
-                rec.config,
-                rec.status,
-                seq_i64(rec.seq),
-                rec.state,
-                rec.is_final,
-                rec.log,
-                now
-            ],
-        )?;
+        insert_execution(&tx, rec)?;
         if let Some(idem) = idem {
             put_idem(&tx, idem)?;
         }

@@ -14,6 +14,9 @@ fn record(id: &str) -> ExecutionRecord {
         state: "accepted".to_owned(),
         is_final: false,
         log: None,
+        recipe_doc: None,
+        device_doc: None,
+        limits_doc: None,
     }
 }
 
