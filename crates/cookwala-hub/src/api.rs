@@ -368,10 +368,6 @@ async fn start(
     let key = require_key(&headers)?;
     let doc = parse_object(&headers, &body)?;
     let digest = request_digest(&format!("POST {}/v1/executions", device.route_prefix()), &body);
-    let mut live = hub.inner.live.lock().await;
-    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
-        return Ok(res);
-    }
     // 1. request fields.
     for field in cookwala::precheck::REQUIRED {
         if doc.get(field).is_none() {
@@ -428,9 +424,17 @@ async fn start(
             issue_list(&report.errors)
         )));
     }
-    // 3. duplicate id (on any device).
+    // A repeat gets the original answer; a repeat arriving while the original is still being
+    // committed waits for it. From here on this request holds the key.
+    let key_hold = match hold_key(&hub, &key, &digest).await? {
+        Held::Replay(res) => return Ok(res),
+        Held::Key(hold) => hold,
+    };
+    // 3. duplicate id (on any device): stored, live, or being created right now.
     let lookup = id.clone();
-    if live.contains_key(&id) || hub.db(move |s| s.execution(&lookup)).await?.is_some() {
+    let stored = hub.db(move |s| s.execution(&lookup)).await?.is_some();
+    let live = hub.inner.live.lock().await;
+    if stored || live.contains_key(&id) || hub.reserved().ids.contains(&id) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "conflict",
@@ -457,7 +461,8 @@ async fn start(
         keys: (who.role == Role::Agent || !hub.inner.config.trusted_keys.is_empty())
             .then_some(&hub.inner.config.trusted_keys),
         confirmed: &[],
-        busy: live.values().any(|r| r.device == device.id),
+        busy: live.values().any(|r| r.device == device.id)
+            || hub.reserved().devices.get(&device.id).is_some_and(|n| *n > 0),
         now,
     })
     .map_err(ApiError::bad_request)?;
@@ -520,11 +525,95 @@ async fn start(
         events,
         ..Commit::default()
     };
-    hub.commit(commit, false).await?;
-    if !sim.is_final() {
-        live.insert(id, LiveRun { device: device.id.clone(), sim });
+    // Reserve the id (and the device, for an accepted execution), then commit outside the
+    // lock so concurrent starts share one fsync. The rest runs in its own task: a client that
+    // hangs up must not leave a stored execution without its simulation.
+    let accepted = !sim.is_final();
+    {
+        let mut r = hub.reserved();
+        r.ids.insert(id.clone());
+        if accepted {
+            *r.devices.entry(device.id.clone()).or_default() += 1;
+        }
     }
+    drop(live);
+    let device_id = device.id.clone();
+    let task_hub = hub.clone();
+    let finish = tokio::spawn(async move {
+        let hub = task_hub;
+        let res = hub.commit(commit, false).await;
+        let mut live = hub.inner.live.lock().await;
+        if res.is_ok() && accepted {
+            live.insert(id.clone(), LiveRun { device: device_id.clone(), sim });
+        }
+        {
+            let mut r = hub.reserved();
+            r.ids.remove(&id);
+            if accepted && let Some(n) = r.devices.get_mut(&device_id) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        drop(live);
+        drop(key_hold);
+        res
+    });
+    finish.await??;
     Ok(status_response(StatusCode::ACCEPTED, &status))
+}
+
+/// The outcome of [`hold_key`].
+enum Held {
+    /// The key was answered before: its stored answer.
+    Replay(Response),
+    /// This request now holds the key.
+    Key(KeyHold),
+}
+
+/// Holds an idempotency key while its request is answered; dropping it lets waiting repeats
+/// read the stored answer.
+pub(crate) struct KeyHold {
+    hub: Hub,
+    key: String,
+}
+
+impl Drop for KeyHold {
+    fn drop(&mut self) {
+        if let Some(n) = self.hub.reserved().keys.remove(&self.key) {
+            n.notify_waiters();
+        }
+    }
+}
+
+/// Replays the stored answer for `key`, or waits while another request holds it, or takes it.
+async fn hold_key(hub: &Hub, key: &str, digest: &str) -> Result<Held, ApiError> {
+    loop {
+        if let Some(res) = lookup_key(hub, key, digest).await? {
+            return Ok(Held::Replay(res));
+        }
+        let holder = {
+            let mut r = hub.reserved();
+            let holder = r.keys.get(key).cloned();
+            if holder.is_none() {
+                r.keys.insert(key.to_owned(), Arc::new(tokio::sync::Notify::new()));
+            }
+            holder
+        };
+        let Some(notify) = holder else {
+            let hold = KeyHold { hub: hub.clone(), key: key.to_owned() };
+            // The holder may have stored its answer and let go between our lookup and our
+            // taking the key: look once more now that no one else can.
+            if let Some(res) = lookup_key(hub, key, digest).await? {
+                return Ok(Held::Replay(res));
+            }
+            return Ok(Held::Key(hold));
+        };
+        // `notified()` registers at creation, so a release after this point wakes us.
+        let woken = notify.notified();
+        let still_held = hub.reserved().keys.get(key).is_some_and(|n| Arc::ptr_eq(n, &notify));
+        if still_held {
+            woken.await;
+        }
+    }
 }
 
 /// The live execution `id` if it runs on `device`: `Ok(None)` when it is not live, a 404 when
@@ -540,16 +629,6 @@ fn live_on<'a>(
     }
 }
 
-async fn current_status(hub: &Hub, id: &str, device: &Device) -> Result<Value, ApiError> {
-    {
-        let mut live = hub.inner.live.lock().await;
-        if let Some(run) = live_on(&mut live, id, device)? {
-            return Ok(run.status());
-        }
-    }
-    current_status_stored(hub, id, device).await
-}
-
 async fn status(
     State(hub): State<Hub>,
     On(device): On,
@@ -557,7 +636,21 @@ async fn status(
     Path(ExecPath { id }): Path<ExecPath>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    Ok(status_response(StatusCode::OK, &current_status(&hub, &id, &device).await?))
+    {
+        let mut live = hub.inner.live.lock().await;
+        if let Some(run) = live_on(&mut live, &id, &device)? {
+            return Ok(status_response(StatusCode::OK, &run.status()));
+        }
+    }
+    // A stored status is already JCS: serve its bytes as they are.
+    let rec = stored_on(&hub, &id, &device).await?;
+    let mut res = (StatusCode::OK, rec.status).into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(COOKWALA_JSON));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", rec.seq)) {
+        h.insert(header::ETAG, v);
+    }
+    Ok(res)
 }
 
 /// Stop: never refused for authorization, no `If-Match`; an `Idempotency-Key` is honoured when

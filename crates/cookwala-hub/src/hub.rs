@@ -237,8 +237,9 @@ pub(crate) struct Inner {
     /// Every device of the catalog, by canonical id.
     pub devices: BTreeMap<String, Arc<Device>>,
     /// Executions that are not final, by id (on every device). Every mutation of a simulation
-    /// happens under this lock and is persisted before the lock is released, so whatever a
-    /// client can see is durable.
+    /// happens under this lock and is persisted before the lock is released — except a new
+    /// execution, which is decided under it, committed outside it (so starts share fsyncs) and
+    /// only then inserted — so whatever a client can see is durable.
     pub live: Mutex<BTreeMap<String, LiveRun>>,
     /// Executions ended safely at start-up because the previous process stopped uncleanly.
     pub recovered: Vec<String>,
@@ -248,6 +249,29 @@ pub(crate) struct Inner {
     pub conformance: Value,
     /// Event subscribers, heartbeats and the progress rate limit.
     pub bus: Bus,
+    /// What POSTs being committed right now hold (see [`Reserved`]).
+    pub reserved: std::sync::Mutex<Reserved>,
+}
+
+/// What a start holds between its decision (under the `live` lock) and its commit (outside
+/// it), so that commits of different requests can share one fsync while no other request can
+/// take the same idempotency key, the same execution id, or the same device meanwhile. Nothing
+/// reserved is visible to clients: an execution appears once it is stored.
+#[derive(Debug, Default)]
+pub(crate) struct Reserved {
+    /// Idempotency keys being answered, and how to wake a retry waiting for the answer.
+    pub keys: std::collections::HashMap<String, Arc<tokio::sync::Notify>>,
+    /// Execution ids being created.
+    pub ids: std::collections::HashSet<String>,
+    /// Devices an accepted execution is being created on (with a count).
+    pub devices: std::collections::HashMap<String, usize>,
+}
+
+impl Hub {
+    /// The reservations (a poisoned lock is recovered: they hold no invariant a panic breaks).
+    pub(crate) fn reserved(&self) -> std::sync::MutexGuard<'_, Reserved> {
+        self.inner.reserved.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The most simulated time one clock step may cover (one hour).
@@ -312,6 +336,7 @@ impl Hub {
                 root,
                 devices,
                 live: Mutex::new(BTreeMap::new()),
+                reserved: std::sync::Mutex::new(Reserved::default()),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
