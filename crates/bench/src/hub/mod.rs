@@ -583,6 +583,9 @@ pub fn populate(data: &Path, n: usize) -> anyhow::Result<()> {
     };
     let status = text(&sim.status())?;
     let log = text(&sim.log().context("final log")?)?;
+    // The hub stores the documents each execution ran with.
+    let recipe_doc = text(&cookwala_sim::builtin::recipe(RECIPE).context("built-in recipe")?)?;
+    let device_doc = text(&cookwala_sim::builtin::device(device).context("built-in device")?)?;
     let request = execute_request(PLACEHOLDER, &format!("{PLACEHOLDER}-key"))?;
     let run_config = format!(
         r#"{{"device":"{device}","humanPresent":false,"recipe":"{RECIPE}","seed":"1","startUnixMs":1767225600000}}"#
@@ -600,6 +603,9 @@ pub fn populate(data: &Path, n: usize) -> anyhow::Result<()> {
             state: sim.state().as_str().to_owned(),
             is_final: true,
             log: Some(log.replace(PLACEHOLDER, &id)),
+            recipe_doc: Some(recipe_doc.clone()),
+            device_doc: Some(device_doc.clone()),
+            limits_doc: None,
         };
         let idem = IdempotencyRecord {
             key: format!("{id}-key"),
