@@ -75,7 +75,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run the hub: the Core HTTP API on a simulated device, stored in SQLite, until Ctrl-C
+    /// Run the hub: the Core HTTP API on simulated devices, stored in SQLite, until Ctrl-C
     ///
     /// Non-open endpoints need `Authorization: Bearer <token>`. Tokens and their roles (owner,
     /// cook, agent, viewer) live in a tokens file, DATA/tokens.json by default, created on first
@@ -84,6 +84,9 @@ enum Command {
     /// COOKWALA_HUB_TOKEN add an owner token for scripts. Open to all: capabilities, safety
     /// limits, recalls, incidents, stop, /.well-known/cookwala.json and /openapi.yaml.
     /// Executions left running by an unclean stop are ended safely on restart.
+    ///
+    /// Every device of the catalog (built-in, --bundle, --devices) is served under
+    /// /devices/<id>/v1/...; the --device one also at /v1/... GET /v1/devices lists them.
     ///
     /// Events (CloudEvents 1.0) stream at GET /cookwala/v1/events (SSE, resumable with
     /// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
@@ -105,8 +108,8 @@ enum Command {
         /// The tokens file with roles (default DATA/tokens.json; created on first start)
         #[arg(long, value_name = "FILE")]
         tokens: Option<PathBuf>,
-        /// Device served at the root: a device id (built-in or loaded with --devices /
-        /// --bundle) or a capabilities JSON file
+        /// Device served at the root (/v1/...): a device id (built-in or loaded with
+        /// --devices / --bundle) or a capabilities JSON file
         #[arg(long, default_value = cookwala_sim::builtin::DEFAULT_DEVICE)]
         device: String,
         /// Serve this OpenAPI file at /openapi.yaml instead of the hub's own description

@@ -1,8 +1,21 @@
 //! The Core HTTP API (`api/core.openapi.yaml`) as an axum router.
+//!
+//! **Devices.** Every device of the catalog is served. The device-specific Core endpoints
+//! (`executions`, `executions/{id}`, `…/stop`, `…/resume`, `…/log`, `safety-limits`,
+//! `capabilities`) are served at the root for the root device ([`crate::HubConfig::device_id`])
+//! and under `/devices/{device}/…` for every device (the root one included): one set of
+//! handlers, which take the device from the route ([`On`]). An execution belongs to the device
+//! it was started on: the others answer 404 for it (an ended execution of a device the hub no
+//! longer serves is read at the root). Execution ids and idempotency keys are global; a device
+//! is busy while one of its own executions is live. `GET /v1/devices` lists the devices.
+
+use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::extract::{FromRequestParts, Path, RawPathParams, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -12,14 +25,14 @@ use cookwala_sim::Simulation;
 
 use crate::auth::{Action, Principal, Role};
 use crate::error::ApiError;
-use crate::hub::{Hub, RunConfig, jcs_text, snapshot};
+use crate::hub::{Device, Hub, LiveRun, RunConfig, jcs_text, snapshot};
 use crate::storage::{Commit, ExecutionRecord, IdempotencyRecord, NewIncident};
 
 /// The media type of Cookwala bodies.
 pub const COOKWALA_JSON: &str = "application/vnd.cookwala+json";
 
-/// The router for `hub`.
-pub fn app(hub: Hub) -> Router {
+/// The device-specific Core routes; [`On`] picks the device.
+fn device_routes() -> Router<Hub> {
     Router::new()
         .route("/v1/executions", post(start))
         .route("/v1/executions/{id}", get(status))
@@ -28,6 +41,14 @@ pub fn app(hub: Hub) -> Router {
         .route("/v1/executions/{id}/log", get(log))
         .route("/v1/safety-limits", get(safety_limits))
         .route("/v1/capabilities", get(capabilities))
+}
+
+/// The router for `hub`.
+pub fn app(hub: Hub) -> Router {
+    Router::new()
+        .merge(device_routes())
+        .nest("/devices/{device}", device_routes())
+        .route("/v1/devices", get(devices))
         .route("/v1/recalls", get(crate::recalls::list).post(crate::recalls::publish))
         .route("/v1/incidents", post(incident))
         .route("/openapi.yaml", get(openapi))
@@ -48,6 +69,70 @@ pub fn app(hub: Hub) -> Router {
 }
 
 // ---- helpers
+
+/// The device a request is for: the `{device}` of `/devices/{device}/…` (a catalog id or
+/// alias; an unknown one is a 404 problem), else the root device.
+pub(crate) struct On(pub Arc<Device>);
+
+impl FromRequestParts<Hub> for On {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, hub: &Hub) -> Result<On, ApiError> {
+        let params = match RawPathParams::from_request_parts(parts, hub).await {
+            Ok(p) => p,
+            Err(RawPathParamsRejection::MissingPathParams(_)) => return Ok(On(hub.root_device())),
+            Err(_) => return Err(ApiError::not_found("no such device")),
+        };
+        match params.iter().find(|(k, _)| *k == "device") {
+            None => Ok(On(hub.root_device())),
+            Some((_, key)) => hub
+                .find_device(key)
+                .map(On)
+                .ok_or_else(|| ApiError::not_found(format!("no device {key} on this hub"))),
+        }
+    }
+}
+
+/// The `{id}` of an execution route (a struct, so the `{device}` of a nested route is ignored).
+#[derive(Debug, serde::Deserialize)]
+struct ExecPath {
+    id: String,
+}
+
+/// The device an execution was started on (its stored run configuration; `None` for a record
+/// that cannot be read).
+fn device_of(rec: &ExecutionRecord) -> Option<String> {
+    RunConfig::from_text(&rec.config).map(|r| r.device)
+}
+
+/// The 404 for an execution that is not on `device`; it names the device that has it.
+fn elsewhere(id: &str, other: Option<&str>, device: &Device) -> ApiError {
+    match other {
+        Some(d) => ApiError::not_found(format!(
+            "execution {id} is not on device {} (it is on {d}: /devices/{d}/v1/executions/{id})",
+            device.id
+        )),
+        None => ApiError::not_found(format!("no execution {id}")),
+    }
+}
+
+/// The stored execution `id` if it belongs to `device`; a 404 otherwise.
+async fn stored_on(hub: &Hub, id: &str, device: &Device) -> Result<ExecutionRecord, ApiError> {
+    let lookup = id.to_owned();
+    let rec = hub
+        .db(move |s| s.execution(&lookup))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
+    // A record whose run configuration cannot be read cannot be placed: every device
+    // serves it rather than none. An execution of a device this hub no longer serves (a
+    // restart without its `--bundle`) is read at the root.
+    match device_of(&rec) {
+        Some(d) if d == device.id => Ok(rec),
+        Some(d) if device.root && hub.find_device(&d).is_none() => Ok(rec),
+        Some(d) => Err(elsewhere(id, Some(&d), device)),
+        None => Ok(rec),
+    }
+}
 
 pub(crate) fn doc_response(status: StatusCode, body: &Value) -> Response {
     let mut res = (status, jcs_text(body)).into_response();
@@ -275,17 +360,14 @@ fn seed_for(id: &str) -> u64 {
 
 async fn start(
     State(hub): State<Hub>,
+    On(device): On,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let who = authenticate(&hub, &headers, Action::Cook)?;
     let key = require_key(&headers)?;
     let doc = parse_object(&headers, &body)?;
-    let digest = request_digest("POST /v1/executions", &body);
-    let mut live = hub.inner.live.lock().await;
-    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
-        return Ok(res);
-    }
+    let digest = request_digest(&format!("POST {}/v1/executions", device.route_prefix()), &body);
     // 1. request fields.
     for field in cookwala::precheck::REQUIRED {
         if doc.get(field).is_none() {
@@ -342,9 +424,17 @@ async fn start(
             issue_list(&report.errors)
         )));
     }
-    // 3. duplicate id.
+    // A repeat gets the original answer; a repeat arriving while the original is still being
+    // committed waits for it. From here on this request holds the key.
+    let key_hold = match hold_key(&hub, &key, &digest).await? {
+        Held::Replay(res) => return Ok(res),
+        Held::Key(hold) => hold,
+    };
+    // 3. duplicate id (on any device): stored, live, or being created right now.
     let lookup = id.clone();
-    if live.contains_key(&id) || hub.db(move |s| s.execution(&lookup)).await?.is_some() {
+    let stored = hub.db(move |s| s.execution(&lookup)).await?.is_some();
+    let live = hub.inner.live.lock().await;
+    if stored || live.contains_key(&id) || hub.reserved().ids.contains(&id) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "conflict",
@@ -371,21 +461,25 @@ async fn start(
         keys: (who.role == Role::Agent || !hub.inner.config.trusted_keys.is_empty())
             .then_some(&hub.inner.config.trusted_keys),
         confirmed: &[],
-        busy: !live.is_empty(),
+        busy: live.values().any(|r| r.device == device.id)
+            || hub.reserved().devices.get(&device.id).is_some_and(|n| *n > 0),
         now,
     })
     .map_err(ApiError::bad_request)?;
     let run = RunConfig {
         recipe: recipe_id.clone(),
-        device: hub.inner.device_id.clone(),
+        device: device.id.clone(),
         human_present,
         seed: seed_for(&id),
         start_unix_ms: now_ms,
     };
+    let recipe_doc = recipe.as_ref().map(jcs_text);
     let mut config = cookwala_sim::SimConfig::new(
         recipe.unwrap_or_else(|| Value::Object(Map::new())),
-        hub.inner.device.clone(),
+        device.doc.clone(),
     );
+    // The device's own pack: the simulator enforces what `/v1/safety-limits` serves.
+    config.extra_limits.clone_from(&device.extra_limits);
     config.human_present = human_present;
     config.seed = run.seed;
     config.start_unix_ms = now_ms;
@@ -405,6 +499,9 @@ async fn start(
         state: snap.state,
         is_final: snap.is_final,
         log: snap.log,
+        recipe_doc,
+        device_doc: Some(jcs_text(&device.doc)),
+        limits_doc: device.extra_limits.as_ref().map(jcs_text),
     };
     let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &status);
     let incidents: Vec<NewIncident> = outcome
@@ -420,7 +517,7 @@ async fn start(
             NewIncident { id: id.clone(), body: jcs_text(&Value::Object(m)) }
         })
         .collect();
-    let events = hub.created_events(&id, &sim);
+    let events = hub.created_events(&id, &device.id, &sim);
     let commit = Commit {
         create: Some(rec),
         idempotency: Some(idem),
@@ -428,46 +525,148 @@ async fn start(
         events,
         ..Commit::default()
     };
-    hub.commit(commit, false).await?;
-    if !sim.is_final() {
-        live.insert(id, sim);
+    // Reserve the id (and the device, for an accepted execution), then commit outside the
+    // lock so concurrent starts share one fsync. The rest runs in its own task: a client that
+    // hangs up must not leave a stored execution without its simulation.
+    let accepted = !sim.is_final();
+    {
+        let mut r = hub.reserved();
+        r.ids.insert(id.clone());
+        if accepted {
+            *r.devices.entry(device.id.clone()).or_default() += 1;
+        }
     }
+    drop(live);
+    let device_id = device.id.clone();
+    let task_hub = hub.clone();
+    let finish = tokio::spawn(async move {
+        let hub = task_hub;
+        let res = hub.commit(commit, false).await;
+        let mut live = hub.inner.live.lock().await;
+        if res.is_ok() && accepted {
+            live.insert(id.clone(), LiveRun { device: device_id.clone(), sim });
+        }
+        {
+            let mut r = hub.reserved();
+            r.ids.remove(&id);
+            if accepted && let Some(n) = r.devices.get_mut(&device_id) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        drop(live);
+        drop(key_hold);
+        res
+    });
+    finish.await??;
     Ok(status_response(StatusCode::ACCEPTED, &status))
 }
 
-async fn current_status(hub: &Hub, id: &str) -> Result<Value, ApiError> {
-    {
-        let live = hub.inner.live.lock().await;
-        if let Some(sim) = live.get(id) {
-            return Ok(sim.status());
+/// The outcome of [`hold_key`].
+enum Held {
+    /// The key was answered before: its stored answer.
+    Replay(Response),
+    /// This request now holds the key.
+    Key(KeyHold),
+}
+
+/// Holds an idempotency key while its request is answered; dropping it lets waiting repeats
+/// read the stored answer.
+pub(crate) struct KeyHold {
+    hub: Hub,
+    key: String,
+}
+
+impl Drop for KeyHold {
+    fn drop(&mut self) {
+        if let Some(n) = self.hub.reserved().keys.remove(&self.key) {
+            n.notify_waiters();
         }
     }
-    let lookup = id.to_owned();
-    match hub.db(move |s| s.execution(&lookup)).await? {
-        Some(rec) => parse_stored(&rec.status),
-        None => Err(ApiError::not_found(format!("no execution {id}"))),
+}
+
+/// Replays the stored answer for `key`, or waits while another request holds it, or takes it.
+async fn hold_key(hub: &Hub, key: &str, digest: &str) -> Result<Held, ApiError> {
+    loop {
+        if let Some(res) = lookup_key(hub, key, digest).await? {
+            return Ok(Held::Replay(res));
+        }
+        let holder = {
+            let mut r = hub.reserved();
+            let holder = r.keys.get(key).cloned();
+            if holder.is_none() {
+                r.keys.insert(key.to_owned(), Arc::new(tokio::sync::Notify::new()));
+            }
+            holder
+        };
+        let Some(notify) = holder else {
+            let hold = KeyHold { hub: hub.clone(), key: key.to_owned() };
+            // The holder may have stored its answer and let go between our lookup and our
+            // taking the key: look once more now that no one else can.
+            if let Some(res) = lookup_key(hub, key, digest).await? {
+                return Ok(Held::Replay(res));
+            }
+            return Ok(Held::Key(hold));
+        };
+        // `notified()` registers at creation, so a release after this point wakes us.
+        let woken = notify.notified();
+        let still_held = hub.reserved().keys.get(key).is_some_and(|n| Arc::ptr_eq(n, &notify));
+        if still_held {
+            woken.await;
+        }
+    }
+}
+
+/// The live execution `id` if it runs on `device`: `Ok(None)` when it is not live, a 404 when
+/// it runs on another device.
+fn live_on<'a>(
+    live: &'a mut std::collections::BTreeMap<String, LiveRun>,
+    id: &str,
+    device: &Device,
+) -> Result<Option<&'a mut LiveRun>, ApiError> {
+    match live.get_mut(id) {
+        Some(run) if run.device != device.id => Err(elsewhere(id, Some(&run.device), device)),
+        found => Ok(found),
     }
 }
 
 async fn status(
     State(hub): State<Hub>,
+    On(device): On,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Path(ExecPath { id }): Path<ExecPath>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    Ok(status_response(StatusCode::OK, &current_status(&hub, &id).await?))
+    {
+        let mut live = hub.inner.live.lock().await;
+        if let Some(run) = live_on(&mut live, &id, &device)? {
+            return Ok(status_response(StatusCode::OK, &run.status()));
+        }
+    }
+    // A stored status is already JCS: serve its bytes as they are.
+    let rec = stored_on(&hub, &id, &device).await?;
+    let mut res = (StatusCode::OK, rec.status).into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(COOKWALA_JSON));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", rec.seq)) {
+        h.insert(header::ETAG, v);
+    }
+    Ok(res)
 }
 
 /// Stop: never refused for authorization, no `If-Match`; an `Idempotency-Key` is honoured when
-/// sent but its absence does not block a stop.
+/// sent but its absence does not block a stop. Nor is a stop refused for the device in its
+/// path: execution ids are unique across devices, so a stop sent through another device's
+/// routes (a client that only knows `/v1`) stops the execution all the same.
 async fn stop(
     State(hub): State<Hub>,
+    On(device): On,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Path(ExecPath { id }): Path<ExecPath>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers).unwrap_or(None);
-    let digest = request_digest(&format!("POST /v1/executions/{id}/stop"), &body);
+    let route = format!("POST {}/v1/executions/{id}/stop", device.route_prefix());
+    let digest = request_digest(&route, &body);
     let reason = canonical_json::parse(&body)
         .ok()
         .and_then(|v| v.get("reason").and_then(Value::as_str).map(str::to_owned))
@@ -485,7 +684,13 @@ async fn stop(
             let events = sim.stop(&reason);
             (sim.status(), Some(hub.change(&id, sim, prev, &events, incidents)))
         }
-        None => (current_status_stored(&hub, &id).await?, None),
+        None => {
+            let lookup = id.clone();
+            match hub.db(move |s| s.execution(&lookup)).await? {
+                Some(rec) => (parse_stored(&rec.status)?, None),
+                None => return Err(ApiError::not_found(format!("no execution {id}"))),
+            }
+        }
     };
     let idempotency =
         key.as_deref().map(|k| idem_record(k, &digest, StatusCode::ACCEPTED, &status));
@@ -498,12 +703,8 @@ async fn stop(
     Ok(status_response(StatusCode::ACCEPTED, &status))
 }
 
-async fn current_status_stored(hub: &Hub, id: &str) -> Result<Value, ApiError> {
-    let lookup = id.to_owned();
-    match hub.db(move |s| s.execution(&lookup)).await? {
-        Some(rec) => parse_stored(&rec.status),
-        None => Err(ApiError::not_found(format!("no execution {id}"))),
-    }
+async fn current_status_stored(hub: &Hub, id: &str, device: &Device) -> Result<Value, ApiError> {
+    parse_stored(&stored_on(hub, id, device).await?.status)
 }
 
 fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
@@ -521,8 +722,9 @@ fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
 
 async fn resume(
     State(hub): State<Hub>,
+    On(device): On,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Path(ExecPath { id }): Path<ExecPath>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     authenticate(&hub, &headers, Action::Cook)?;
@@ -531,12 +733,13 @@ async fn resume(
         parse_object(&headers, &body)?;
     }
     let mut live = hub.inner.live.lock().await;
-    let current = match live.get(&id) {
+    let current = match live_on(&mut live, &id, &device)? {
         Some(sim) => sim.status(),
-        None => current_status_stored(&hub, &id).await?,
+        None => current_status_stored(&hub, &id, &device).await?,
     };
     let if_match = parse_if_match(&headers)?;
-    let digest = request_digest(&format!("POST /v1/executions/{id}/resume {if_match}"), &body);
+    let route = format!("POST {}/v1/executions/{id}/resume {if_match}", device.route_prefix());
+    let digest = request_digest(&route, &body);
     if let Some(res) = lookup_key(&hub, &key, &digest).await? {
         return Ok(res);
     }
@@ -569,15 +772,12 @@ async fn resume(
 
 async fn log(
     State(hub): State<Hub>,
+    On(device): On,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    Path(ExecPath { id }): Path<ExecPath>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    let lookup = id.clone();
-    let rec = hub
-        .db(move |s| s.execution(&lookup))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
+    let rec = stored_on(&hub, &id, &device).await?;
     match (&rec.log, rec.is_final) {
         (Some(text), true) => Ok(doc_response(StatusCode::OK, &parse_stored(text)?)),
         _ => Err(ApiError::not_found(format!(
@@ -589,18 +789,61 @@ async fn log(
 
 // ---- catalog and device documents (open)
 
-async fn safety_limits() -> Response {
-    doc_response(StatusCode::OK, &cookwala::limits::default_pack())
+/// The SafetyLimits the device enforces (the default pack narrowed by its own; see
+/// [`crate::catalog`]).
+async fn safety_limits(On(device): On) -> Response {
+    doc_response(StatusCode::OK, &device.limits)
 }
 
-async fn capabilities(State(hub): State<Hub>) -> Response {
-    let mut res = doc_response(StatusCode::OK, &hub.inner.device);
-    if let Some(ms) = hub.last_heartbeat(&hub.inner.device_id)
+async fn capabilities(State(hub): State<Hub>, On(device): On) -> Response {
+    let mut res = doc_response(StatusCode::OK, &device.doc);
+    if let Some(ms) = hub.last_heartbeat(&device.id)
         && let Ok(v) = HeaderValue::from_str(&cookwala_sim::rfc3339_ms(ms))
     {
         res.headers_mut().insert("x-hub-last-heartbeat", v);
     }
     res
+}
+
+/// `GET /v1/devices` (bearer, read): `{devices: [{id, name, vendor?, root, prefix, busy,
+/// active, lastHeartbeat?}]}`, the root device first, then the others by id. `name` is the
+/// Capabilities `actor.model` (else the id); `prefix` is where its Core endpoints are.
+async fn devices(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
+    authorize(&hub, &headers)?;
+    let live: Vec<(String, String)> = {
+        let live = hub.inner.live.lock().await;
+        live.iter().map(|(id, run)| (id.clone(), run.device.clone())).collect()
+    };
+    let root = hub.root_device();
+    let others = hub.inner.devices.values().filter(|d| !d.root);
+    let list = std::iter::once(&root)
+        .chain(others)
+        .map(|d| {
+            let actor = |k: &str| d.doc.pointer(&format!("/actor/{k}")).and_then(Value::as_str);
+            let active: Vec<Value> = live
+                .iter()
+                .filter(|(_, dev)| *dev == d.id)
+                .map(|(id, _)| Value::from(id.as_str()))
+                .collect();
+            let mut m = Map::new();
+            m.insert("id".into(), d.id.as_str().into());
+            m.insert("name".into(), actor("model").unwrap_or(&d.id).into());
+            if let Some(v) = actor("vendor") {
+                m.insert("vendor".into(), v.into());
+            }
+            m.insert("root".into(), d.root.into());
+            m.insert("prefix".into(), format!("/devices/{}/v1", d.id).into());
+            m.insert("busy".into(), (!active.is_empty()).into());
+            m.insert("active".into(), Value::Array(active));
+            if let Some(ms) = hub.last_heartbeat(&d.id) {
+                m.insert("lastHeartbeat".into(), cookwala_sim::rfc3339_ms(ms).into());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("devices".into(), Value::Array(list));
+    Ok(doc_response(StatusCode::OK, &Value::Object(body)))
 }
 
 async fn openapi(State(hub): State<Hub>) -> Response {

@@ -12,8 +12,10 @@
 //! go to the SSE subscribers connected at that moment (a `broadcast` channel; a lagging
 //! subscriber just misses some), are sent without an SSE `id:` line so a client's
 //! `Last-Event-ID` keeps naming the last durable event, and are not sent to webhooks. The hub
-//! records the time of the last heartbeat per device ([`Hub::last_heartbeat`], and the
-//! `x-hub-last-heartbeat` header of `GET /v1/capabilities`).
+//! records the time of the last heartbeat per device ([`Hub::last_heartbeat`], the
+//! `x-hub-last-heartbeat` header of `GET /v1/capabilities` and `lastHeartbeat` in
+//! `GET /v1/devices`). Every served device has its own heartbeat (`subject` and `source` name
+//! it, `activeExecutions` lists the executions live on it).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,7 +29,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::error::ApiError;
 use crate::events::{self, Execution, ProgressGate};
-use crate::hub::{Hub, jcs_text, snapshot};
+use crate::hub::{Hub, LiveRun, jcs_text, snapshot};
 use crate::storage::{Commit, NewEvent, NewIncident};
 
 /// A live-only event for the SSE subscribers connected now.
@@ -63,7 +65,7 @@ impl Bus {
     pub(crate) fn new() -> Bus {
         Bus {
             committed: watch::Sender::new(0),
-            live: broadcast::Sender::new(16),
+            live: broadcast::Sender::new(64),
             closing: watch::Sender::new(false),
             gate: Mutex::new(ProgressGate::default()),
             pending: Mutex::new((Vec::new(), Vec::new())),
@@ -138,32 +140,30 @@ impl Hub {
         }
     }
 
-    fn execution<'a>(&'a self, id: &'a str, request: &'a str, start_unix_ms: i64) -> Execution<'a> {
-        Execution { id, request, device: &self.inner.device_id, start_unix_ms }
-    }
-
-    /// The event reporting a new execution (`accepted` or `refused`).
-    pub(crate) fn created_events(&self, id: &str, sim: &Simulation) -> Vec<NewEvent> {
+    /// The event reporting a new execution (`accepted` or `refused`) on `device`.
+    pub(crate) fn created_events(&self, id: &str, device: &str, sim: &Simulation) -> Vec<NewEvent> {
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
-        let exe = self.execution(id, request, sim.start_unix_ms());
+        let exe = Execution { id, request, device, start_unix_ms: sim.start_unix_ms() };
         vec![events::to_new(&events::created(&exe, &status))]
     }
 
     /// The commit for a change of a live simulation: its new status, the events of `sim_events`
-    /// (the simulator's output since the state `prev`), and the incidents it recorded beyond
-    /// the first `incidents_before`.
+    /// (the simulator's output since the state `prev`; their `source` is the run's device), and
+    /// the incidents it recorded beyond the first `incidents_before`.
     pub(crate) fn change(
         &self,
         id: &str,
-        sim: &Simulation,
+        run: &LiveRun,
         prev: ExecutionState,
         sim_events: &[SimEvent],
         incidents_before: usize,
     ) -> Commit {
+        let sim = &run.sim;
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
-        let exe = self.execution(id, request, sim.start_unix_ms());
+        let exe =
+            Execution { id, request, device: &run.device, start_unix_ms: sim.start_unix_ms() };
         let docs = {
             let mut gate = self.inner.bus.gate.lock().unwrap_or_else(PoisonError::into_inner);
             events::from_sim(&exe, prev, sim_events, &mut gate)
@@ -197,29 +197,58 @@ impl Hub {
         self.commit(commit, false).await
     }
 
-    /// Emits one `cookwala.device.heartbeat` for the served device to the SSE subscribers
-    /// connected now, records it as the device's last heartbeat, and returns it.
+    /// Emits one `cookwala.device.heartbeat` for the device served at the root to the SSE
+    /// subscribers connected now, records it as the device's last heartbeat, and returns it.
     pub async fn heartbeat(&self) -> Value {
-        let active: Vec<String> = self.inner.live.lock().await.keys().cloned().collect();
+        let device = self.inner.device_id.clone();
+        let active = self.active_on(&device).await;
+        self.emit_heartbeat(&device, &active)
+    }
+
+    /// Emits one heartbeat per served device (the root device first, then the others by id),
+    /// each with the executions live on that device, and returns them.
+    pub async fn heartbeats(&self) -> Vec<Value> {
+        let by_device: Vec<(String, Vec<String>)> = {
+            let live = self.inner.live.lock().await;
+            let root = std::iter::once(self.inner.device_id.as_str());
+            let others = self.inner.devices.keys().map(String::as_str);
+            root.chain(others.filter(|d| *d != self.inner.device_id))
+                .map(|d| {
+                    let active =
+                        live.iter().filter(|(_, r)| r.device == d).map(|(id, _)| id.clone());
+                    (d.to_owned(), active.collect())
+                })
+                .collect()
+        };
+        by_device.iter().map(|(d, active)| self.emit_heartbeat(d, active)).collect()
+    }
+
+    /// Ids of the executions live on `device`.
+    pub(crate) async fn active_on(&self, device: &str) -> Vec<String> {
+        let live = self.inner.live.lock().await;
+        live.iter().filter(|(_, r)| r.device == device).map(|(id, _)| id.clone()).collect()
+    }
+
+    fn emit_heartbeat(&self, device: &str, active: &[String]) -> Value {
         let bus = &self.inner.bus;
         let now_ms = crate::unix_ms();
         let event = events::heartbeat(&events::Heartbeat {
-            device: &self.inner.device_id,
+            device,
             boot: bus.boot_ms,
             n: bus.heartbeats.fetch_add(1, Ordering::Relaxed),
             now_ms,
-            active: &active,
+            active,
             uptime_ms: u64::try_from(bus.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             sim_clock_ms: bus.sim_clock_ms.load(Ordering::Relaxed),
         });
         bus.last_heartbeat
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(self.inner.device_id.clone(), now_ms);
+            .insert(device.to_owned(), now_ms);
         // No receiver is not an error: nobody is listening.
         let _ = bus.live.send(Arc::new(LiveEvent {
             ty: events::HEARTBEAT,
-            subject: self.inner.device_id.clone(),
+            subject: device.to_owned(),
             body: jcs_text(&event),
         }));
         event
@@ -236,8 +265,9 @@ impl Hub {
             .copied()
     }
 
-    /// Starts the task that emits a heartbeat every [`crate::HubConfig::heartbeat`] (nothing
-    /// when the interval is zero). The first heartbeat is sent at once.
+    /// Starts the task that emits a heartbeat per device every
+    /// [`crate::HubConfig::heartbeat`] (nothing when the interval is zero). The first
+    /// heartbeats are sent at once.
     pub fn spawn_heartbeat(&self) -> Option<tokio::task::JoinHandle<()>> {
         let every = self.inner.config.heartbeat;
         if every.is_zero() {
@@ -249,7 +279,7 @@ impl Hub {
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                hub.heartbeat().await;
+                hub.heartbeats().await;
             }
         }))
     }

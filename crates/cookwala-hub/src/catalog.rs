@@ -5,6 +5,27 @@
 //! malformed file is refused with a [`CatalogError`] naming it. Documents are kept byte-for-byte
 //! as loaded (no migration), so the recipe hash a client computes from `/v1/tools/recipes/{id}`
 //! is the hash the hub checks.
+//!
+//! **Safety limits.** Every device enforces the built-in default pack
+//! ([`cookwala::limits::default_pack`]), narrowed — never widened — by the SafetyLimits that
+//! come with it:
+//!
+//! - a samples bundle's top-level `safetyLimits` (a SafetyLimits document) applies to every
+//!   device loaded from that bundle;
+//! - a Capabilities document may carry its own pack as the extension `x-safetyLimits` (a
+//!   SafetyLimits document at the top level; the Core `safety.policyPacks` only names packs, so
+//!   it cannot carry limits).
+//!
+//! Both are validated as SafetyLimits (a malformed one refuses the file). Their limits are
+//! added to the default pack with [`cookwala::limits::narrow`], which only adds: each check
+//! then takes the stricter bound, and a looser limit under a default id changes nothing
+//! because the default one stays. A limit that repeats a default limit (same id, same effect:
+//! everything but `message` and `source`) is dropped, so a bundle that ships the default pack
+//! itself narrows nothing. The pack a device serves at `/v1/safety-limits` is
+//! [`effective_limits`] of [`Catalog::device_limits`], and the simulator is given the same
+//! narrowing pack (`SimConfig::extra_limits`), so it enforces exactly what is served. The
+//! served pack keeps the default's `id` and `version` (the simulator's log names the pack the
+//! same way); its `limits` list is the longer one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +50,57 @@ fn fail(file: &Path, why: impl Into<String>) -> CatalogError {
 struct Entry {
     doc: Value,
     source: String,
+    /// For a device: the pack narrowing the default one (`None`: nothing narrows it).
+    limits: Option<Value>,
+}
+
+/// The pack a device enforces: the default pack narrowed by `extra` (what the simulator
+/// computes from the same `extra_limits`).
+pub fn effective_limits(extra: Option<&Value>) -> Value {
+    let pack = cookwala::limits::default_pack();
+    match extra {
+        Some(e) => cookwala::limits::narrow(&pack, e),
+        None => pack,
+    }
+}
+
+/// A limit without its prose: two limits with the same effect compare equal.
+fn effect(limit: &Value) -> Value {
+    let mut l = limit.clone();
+    if let Some(m) = l.as_object_mut() {
+        m.remove("message");
+        m.remove("source");
+    }
+    l
+}
+
+/// The pack narrowing the default one for a device with these packs: their limits, without
+/// those that repeat a default limit or an earlier one; `None` when no limit is left.
+fn narrowing(packs: &[&Value]) -> Option<Value> {
+    let mut seen: Vec<Value> = cookwala::limits::default_pack()
+        .get("limits")
+        .and_then(Value::as_array)
+        .unwrap_or_default()
+        .iter()
+        .map(effect)
+        .collect();
+    let mut kept = Vec::new();
+    for limit in packs.iter().flat_map(|p| p.get("limits").and_then(Value::as_array)).flatten() {
+        let e = effect(limit);
+        if !seen.iter().any(|s| s.loose_eq(&e)) {
+            seen.push(e);
+            kept.push(limit.clone());
+        }
+    }
+    let first = packs.first()?;
+    if kept.is_empty() {
+        return None;
+    }
+    let mut pack = (*first).clone();
+    if let Some(m) = pack.as_object_mut() {
+        m.insert("limits".into(), Value::Array(kept));
+    }
+    Some(pack)
 }
 
 /// Recipes by id and devices by id, each with aliases (a bundle key, a file stem, an actor id).
@@ -57,13 +129,18 @@ impl Catalog {
         };
         for e in cookwala_sim::builtin::RECIPES {
             if let Some(doc) = cookwala_sim::builtin::recipe(e.id) {
-                c.recipes.insert(e.id.to_owned(), Entry { doc, source: "built-in".to_owned() });
+                c.recipes.insert(
+                    e.id.to_owned(),
+                    Entry { doc, source: "built-in".to_owned(), limits: None },
+                );
             }
         }
         for (id, _) in cookwala_sim::builtin::DEVICES {
             if let Some(doc) = cookwala_sim::builtin::device(id) {
                 c.alias_actor(id, &doc);
-                c.devices.insert((*id).to_owned(), Entry { doc, source: "built-in".to_owned() });
+                let limits = narrowing(&doc.get("x-safetyLimits").into_iter().collect::<Vec<_>>());
+                c.devices
+                    .insert((*id).to_owned(), Entry { doc, source: "built-in".to_owned(), limits });
             }
         }
         c
@@ -92,6 +169,21 @@ impl Catalog {
     pub fn device(&self, key: &str) -> Option<&Value> {
         let id = self.device_id(key)?;
         self.devices.get(id).map(|e| &e.doc)
+    }
+
+    /// The SafetyLimits narrowing the default pack on the device with this id or alias (its
+    /// bundle's pack and its own `x-safetyLimits`, see the module docs); `None` when the device
+    /// enforces the default pack as it is (or is unknown).
+    pub fn device_limits(&self, key: &str) -> Option<&Value> {
+        let id = self.device_id(key)?;
+        self.devices.get(id).and_then(|e| e.limits.as_ref())
+    }
+
+    /// The SafetyLimits the device with this id or alias enforces (the default pack narrowed
+    /// by [`Catalog::device_limits`]).
+    pub fn safety_limits(&self, key: &str) -> Option<Value> {
+        self.device_id(key)?;
+        Some(effective_limits(self.device_limits(key)))
     }
 
     /// The canonical id of a device key (id or alias).
@@ -145,15 +237,28 @@ impl Catalog {
         if let Some(a) = alias.filter(|a| *a != id && !self.recipes.contains_key(*a)) {
             self.recipe_alias.entry(a.to_owned()).or_insert_with(|| id.clone());
         }
-        self.recipes.insert(id.clone(), Entry { doc, source: file.display().to_string() });
+        let source = file.display().to_string();
+        self.recipes.insert(id.clone(), Entry { doc, source, limits: None });
         Ok(id)
     }
 
     /// Adds a Capabilities document read from `file` under `id` (its `actor.id` is an alias).
+    /// Its `x-safetyLimits`, if any, narrows the limits it enforces.
     ///
     /// # Errors
-    /// The document is not valid Capabilities, or the id is already taken.
+    /// The document is not valid Capabilities, its `x-safetyLimits` is not valid SafetyLimits,
+    /// or the id is already taken.
     pub fn add_device(&mut self, file: &Path, id: &str, doc: Value) -> Result<(), CatalogError> {
+        self.insert_device(file, id, doc, None)
+    }
+
+    fn insert_device(
+        &mut self,
+        file: &Path,
+        id: &str,
+        doc: Value,
+        bundle_limits: Option<&Value>,
+    ) -> Result<(), CatalogError> {
         check(file, &doc, "Capabilities")?;
         if id.is_empty() {
             return Err(fail(file, "the device has no id"));
@@ -161,18 +266,28 @@ impl Catalog {
         if let Some(prev) = self.devices.get(id) {
             return Err(fail(file, format!("device {id} is already defined ({})", prev.source)));
         }
+        let own = doc.get("x-safetyLimits");
+        if let Some(pack) = own {
+            check(file, pack, "SafetyLimits")
+                .map_err(|e| fail(file, format!("x-safetyLimits: {}", e.why)))?;
+        }
+        let packs: Vec<&Value> = bundle_limits.into_iter().chain(own).collect();
+        let limits = narrowing(&packs);
         self.alias_actor(id, &doc);
-        self.devices.insert(id.to_owned(), Entry { doc, source: file.display().to_string() });
+        let source = file.display().to_string();
+        self.devices.insert(id.to_owned(), Entry { doc, source, limits });
         Ok(())
     }
 
     /// Loads the recipes and devices of an upstream samples `bundle.json`
-    /// (`{"recipes": {key: Recipe}, "devices": {key: Capabilities}, …}`); devices are keyed by
-    /// their bundle key. Returns (recipe ids, device ids).
+    /// (`{"recipes": {key: Recipe}, "devices": {key: Capabilities}, "safetyLimits"?:
+    /// SafetyLimits, …}`); devices are keyed by their bundle key, and the bundle's
+    /// `safetyLimits`, when present, narrows the limits of each of its devices (see the module
+    /// docs). Returns (recipe ids, device ids).
     ///
     /// # Errors
     /// The file cannot be read, is not JSON, lacks `recipes`/`devices` objects, or holds an
-    /// invalid or duplicate document.
+    /// invalid or duplicate document (or invalid `safetyLimits`).
     pub fn load_bundle(&mut self, file: &Path) -> Result<(Vec<String>, Vec<String>), CatalogError> {
         let doc = read_json(file)?;
         let section = |name: &str| {
@@ -182,6 +297,11 @@ impl Catalog {
         };
         let recipes = section("recipes")?;
         let devices = section("devices")?;
+        let limits = doc.get("safetyLimits");
+        if let Some(pack) = limits {
+            check(file, pack, "SafetyLimits")
+                .map_err(|e| fail(file, format!("safetyLimits: {}", e.why)))?;
+        }
         let mut r_ids = Vec::new();
         for (key, r) in recipes {
             let id = self
@@ -191,7 +311,7 @@ impl Catalog {
         }
         let mut d_ids = Vec::new();
         for (key, d) in devices {
-            self.add_device(file, key, d.clone())
+            self.insert_device(file, key, d.clone(), limits)
                 .map_err(|e| fail(file, format!("devices.{key}: {}", e.why)))?;
             d_ids.push(key.clone());
         }

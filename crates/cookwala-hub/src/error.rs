@@ -67,7 +67,12 @@ impl ApiError {
 
 impl From<StorageError> for ApiError {
     fn from(e: StorageError) -> ApiError {
-        ApiError::internal(&e)
+        match e {
+            StorageError::Conflict(what) => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", format!("already stored: {what}"))
+            }
+            e => ApiError::internal(&e),
+        }
     }
 }
 

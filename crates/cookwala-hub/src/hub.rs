@@ -18,9 +18,12 @@ use crate::webhooks::{Webhook, WebhookPolicy};
 /// How the hub runs.
 #[derive(Clone, Debug)]
 pub struct HubConfig {
-    /// The device served at the root: an id or alias in [`HubConfig::catalog`].
+    /// The device served at the root (`/v1/...`): an id or alias in [`HubConfig::catalog`].
+    /// Every device of the catalog, this one included, is also served under
+    /// `/devices/{id}/v1/...`.
     pub device_id: String,
-    /// The recipes and devices the hub knows (default: the built-in ones).
+    /// The recipes and devices the hub knows (default: the built-in ones); every device is
+    /// served, with the safety limits the catalog gives it.
     pub catalog: Catalog,
     /// Simulated milliseconds per real millisecond (0 = the clock only moves through
     /// [`Hub::advance`]).
@@ -130,16 +133,90 @@ impl RunConfig {
         })
     }
 
-    pub(crate) fn sim_config(&self, id: &str, catalog: &Catalog) -> Option<SimConfig> {
-        let recipe = catalog.recipe(&self.recipe)?.clone();
-        let device = catalog.device(&self.device)?.clone();
+    /// The simulation `rec` ran: with the documents stored with it, or, for a row written
+    /// before they were stored, the catalog's.
+    pub(crate) fn sim_config(&self, rec: &ExecutionRecord, catalog: &Catalog) -> Option<SimConfig> {
+        let recipe = recipe_of(rec, catalog)?;
+        let (device, extra_limits) = match &rec.device_doc {
+            Some(text) => {
+                let limits = match &rec.limits_doc {
+                    Some(l) => Some(canonical_json::parse(l.as_bytes()).ok()?),
+                    None => None,
+                };
+                (canonical_json::parse(text.as_bytes()).ok()?, limits)
+            }
+            None => (
+                catalog.device(&self.device)?.clone(),
+                catalog.device_limits(&self.device).cloned(),
+            ),
+        };
         let mut config = SimConfig::new(recipe, device);
+        config.extra_limits = extra_limits;
         config.human_present = self.human_present;
         config.seed = self.seed;
         config.start_unix_ms = self.start_unix_ms;
-        config.execution_id = id.to_owned();
-        config.request_id = id.to_owned();
+        config.execution_id = rec.id.clone();
+        config.request_id = rec.id.clone();
         Some(config)
+    }
+}
+
+/// The Recipe document an execution ran: the stored one, else (a row from before schema 4)
+/// the catalog's recipe its request names.
+pub(crate) fn recipe_of(rec: &ExecutionRecord, catalog: &Catalog) -> Option<Value> {
+    if let Some(text) = &rec.recipe_doc {
+        return canonical_json::parse(text.as_bytes()).ok();
+    }
+    let by_run = RunConfig::from_text(&rec.config).and_then(|r| catalog.recipe(&r.recipe).cloned());
+    by_run.or_else(|| {
+        let request = canonical_json::parse(rec.request.as_bytes()).ok()?;
+        let recipe_ref = request.get("recipe")?.as_str()?;
+        let id =
+            catalog.recipe_id(recipe_ref).unwrap_or_else(|| cookwala::precheck::ref_id(recipe_ref));
+        catalog.recipe(id).cloned()
+    })
+}
+
+/// A device the hub serves.
+#[derive(Debug)]
+pub(crate) struct Device {
+    /// The catalog id.
+    pub id: String,
+    /// The Capabilities document.
+    pub doc: Value,
+    /// The pack narrowing the default one (the simulator's `extra_limits`).
+    pub extra_limits: Option<Value>,
+    /// The pack it enforces and serves (the default narrowed by `extra_limits`).
+    pub limits: Value,
+    /// True for the device served at the root.
+    pub root: bool,
+}
+
+impl Device {
+    /// The path prefix of its routes as idempotency digests see them: empty for the root
+    /// device (so its digests are those of a single-device hub), `/devices/<id>` otherwise.
+    pub(crate) fn route_prefix(&self) -> String {
+        if self.root { String::new() } else { format!("/devices/{}", self.id) }
+    }
+}
+
+/// A live execution and the device it runs on (derefs to its simulation).
+#[derive(Debug)]
+pub(crate) struct LiveRun {
+    pub device: String,
+    pub sim: Simulation,
+}
+
+impl std::ops::Deref for LiveRun {
+    type Target = Simulation;
+    fn deref(&self) -> &Simulation {
+        &self.sim
+    }
+}
+
+impl std::ops::DerefMut for LiveRun {
+    fn deref_mut(&mut self) -> &mut Simulation {
+        &mut self.sim
     }
 }
 
@@ -155,11 +232,15 @@ pub(crate) struct Inner {
     pub config: HubConfig,
     /// The canonical id of the device served at the root.
     pub device_id: String,
-    pub device: Value,
-    /// Executions that are not final, by id. Every mutation of a simulation happens under
-    /// this lock and is persisted before the lock is released, so whatever a client can see
-    /// is durable.
-    pub live: Mutex<BTreeMap<String, Simulation>>,
+    /// The device served at the root (also in `devices`).
+    pub root: Arc<Device>,
+    /// Every device of the catalog, by canonical id.
+    pub devices: BTreeMap<String, Arc<Device>>,
+    /// Executions that are not final, by id (on every device). Every mutation of a simulation
+    /// happens under this lock and is persisted before the lock is released — except a new
+    /// execution, which is decided under it, committed outside it (so starts share fsyncs) and
+    /// only then inserted — so whatever a client can see is durable.
+    pub live: Mutex<BTreeMap<String, LiveRun>>,
     /// Executions ended safely at start-up because the previous process stopped uncleanly.
     pub recovered: Vec<String>,
     /// Published recalls, oldest `issuedAt` first (a copy of the stored ones).
@@ -168,6 +249,29 @@ pub(crate) struct Inner {
     pub conformance: Value,
     /// Event subscribers, heartbeats and the progress rate limit.
     pub bus: Bus,
+    /// What POSTs being committed right now hold (see [`Reserved`]).
+    pub reserved: std::sync::Mutex<Reserved>,
+}
+
+/// What a start holds between its decision (under the `live` lock) and its commit (outside
+/// it), so that commits of different requests can share one fsync while no other request can
+/// take the same idempotency key, the same execution id, or the same device meanwhile. Nothing
+/// reserved is visible to clients: an execution appears once it is stored.
+#[derive(Debug, Default)]
+pub(crate) struct Reserved {
+    /// Idempotency keys being answered, and how to wake a retry waiting for the answer.
+    pub keys: std::collections::HashMap<String, Arc<tokio::sync::Notify>>,
+    /// Execution ids being created.
+    pub ids: std::collections::HashSet<String>,
+    /// Devices an accepted execution is being created on (with a count).
+    pub devices: std::collections::HashMap<String, usize>,
+}
+
+impl Hub {
+    /// The reservations (a poisoned lock is recovered: they hold no invariant a panic breaks).
+    pub(crate) fn reserved(&self) -> std::sync::MutexGuard<'_, Reserved> {
+        self.inner.reserved.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// The most simulated time one clock step may cover (one hour).
@@ -185,9 +289,20 @@ impl Hub {
             .device_id(&config.device_id)
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?
             .to_owned();
-        let device = config
+        let devices: BTreeMap<String, Arc<Device>> = config
             .catalog
-            .device(&device_id)
+            .device_ids()
+            .filter_map(|id| {
+                let doc = config.catalog.device(id)?.clone();
+                let extra_limits = config.catalog.device_limits(id).cloned();
+                let limits = crate::catalog::effective_limits(extra_limits.as_ref());
+                let root = id == device_id;
+                let device = Device { id: id.to_owned(), doc, extra_limits, limits, root };
+                Some((id.to_owned(), Arc::new(device)))
+            })
+            .collect();
+        let root = devices
+            .get(&device_id)
             .cloned()
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
         crate::webhooks::check(&config.webhooks)?;
@@ -212,20 +327,33 @@ impl Hub {
             Ok::<_, StorageError>((recovered, recalls))
         })
         .await??;
-        let conformance = crate::conformance::claim(&config, &device).await?;
+        let conformance = crate::conformance::claim(&config, &root.doc).await?;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
                 config,
                 device_id,
-                device,
+                root,
+                devices,
                 live: Mutex::new(BTreeMap::new()),
+                reserved: std::sync::Mutex::new(Reserved::default()),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
                 bus: Bus::new(),
             }),
         })
+    }
+
+    /// The device served at the root.
+    pub(crate) fn root_device(&self) -> Arc<Device> {
+        self.inner.root.clone()
+    }
+
+    /// The device with this catalog id or alias.
+    pub(crate) fn find_device(&self, key: &str) -> Option<Arc<Device>> {
+        let id = self.inner.config.catalog.device_id(key)?;
+        self.inner.devices.get(id).cloned()
     }
 
     /// Ids of the executions ended safely at start-up.
@@ -427,7 +555,7 @@ fn recovered_log(
     catalog: &Catalog,
 ) -> Option<Value> {
     let run = RunConfig::from_text(&rec.config)?;
-    let config = run.sim_config(&rec.id, catalog)?;
+    let config = run.sim_config(rec, catalog)?;
     let mut sim = Simulation::new(config).ok()?;
     sim.stop("hub restart");
     let mut log = sim.log()?;

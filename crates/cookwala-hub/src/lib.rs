@@ -5,6 +5,12 @@
 //! [`app`] builds the axum router; [`Hub::spawn_clock`] moves simulated time at the configured
 //! speed; [`serve`] runs both on a listener until a shutdown signal.
 //!
+//! **Devices.** Every device of the catalog is served, each with its own busy state, safety
+//! limits and heartbeat: the root paths (`/v1/...`) serve [`HubConfig::device_id`], and
+//! `/devices/{id}/v1/...` serves each device (see the `api` module); `GET /v1/devices` lists
+//! them. Each execution is stored with the Recipe and Capabilities documents (and the safety
+//! limits) it ran with, so a restart ends it safely even without the files that defined them.
+//!
 //! Beside Core, the hub serves the reference tools (`/v1/tools/*`, `src/tools.rs`), its
 //! conformance claim with a ConformanceReport run and signed at start-up ([`conformance`]), and
 //! its signing key at `/.well-known/cookwala.json` ([`identity`]).

@@ -18,7 +18,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use canonical_json::{Map, Value};
-use cookwala::precheck::{recall_covers, ref_id};
+use cookwala::precheck::recall_covers;
 use cookwala::signature::{SignedKind, verify_signature};
 
 use crate::api::{
@@ -26,7 +26,7 @@ use crate::api::{
 };
 use crate::auth::Action;
 use crate::error::ApiError;
-use crate::hub::{Hub, jcs_text};
+use crate::hub::{Hub, jcs_text, recipe_of};
 use crate::storage::{Commit, NewRecall};
 
 /// `?since=`.
@@ -132,13 +132,11 @@ pub(crate) async fn publish(
         for (exec_id, sim) in live.iter_mut() {
             let lookup = exec_id.clone();
             let Some(rec) = hub.db(move |s| s.execution(&lookup)).await? else { continue };
-            let Ok(request) = canonical_json::parse(rec.request.as_bytes()) else { continue };
-            let recipe_ref = request.get("recipe").and_then(Value::as_str).unwrap_or_default();
-            let catalog = &hub.inner.config.catalog;
-            let recipe_id = catalog.recipe_id(recipe_ref).unwrap_or_else(|| ref_id(recipe_ref));
-            let Some(recipe) = catalog.recipe(recipe_id) else { continue };
-            let held = canonical_json::digest::document_hash(recipe).unwrap_or_default();
-            if recall_covers(&doc, recipe, &held) {
+            // The recipe the execution runs: the one stored with it (the catalog's for a row
+            // from before the documents were stored).
+            let Some(recipe) = recipe_of(&rec, &hub.inner.config.catalog) else { continue };
+            let held = canonical_json::digest::document_hash(&recipe).unwrap_or_default();
+            if recall_covers(&doc, &recipe, &held) {
                 let (prev, incidents) = (sim.state(), sim.incidents().len());
                 let events = sim.stop(&format!("recall {id}"));
                 commit.absorb(hub.change(exec_id, sim, prev, &events, incidents));

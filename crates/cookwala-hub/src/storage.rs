@@ -20,7 +20,7 @@
 //! subscribers and webhook deliveries read the outbox; webhooks keep a durable cursor per URL.
 
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -37,6 +37,12 @@ pub enum StorageError {
     /// Another thread panicked while holding the connection.
     #[error("storage lock poisoned")]
     Poisoned,
+    /// A row with this key already exists (a unique constraint refused the write).
+    #[error("already stored: {0}")]
+    Conflict(String),
+    /// The group commit this write was part of failed as a whole (nothing of it was stored).
+    #[error("group commit failed: {0}")]
+    GroupCommit(String),
 }
 
 impl<T> From<PoisonError<T>> for StorageError {
@@ -64,6 +70,17 @@ pub struct ExecutionRecord {
     pub is_final: bool,
     /// The ExecutionLog (JCS text), once final.
     pub log: Option<String>,
+    /// The Recipe document the execution ran (JCS text); `None` for rows written before schema
+    /// 4 (the hub then looks the recipe up in its catalog) and for a recipe the hub did not
+    /// know (the execution was refused).
+    pub recipe_doc: Option<String>,
+    /// The Capabilities document of the device it ran on (JCS text); `None` for rows written
+    /// before schema 4.
+    pub device_doc: Option<String>,
+    /// The SafetyLimits that narrowed the default pack on that device (JCS text; the
+    /// simulator's `extra_limits`); `None` when nothing narrowed it. Read only when
+    /// [`ExecutionRecord::device_doc`] is stored: an older row takes the catalog's.
+    pub limits_doc: Option<String>,
 }
 
 /// A new status for a stored execution.
@@ -323,7 +340,7 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 }
 
 /// The schema version this hub writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1
@@ -384,12 +401,25 @@ const MIGRATIONS: &[&str] = &[
         received_ms INTEGER NOT NULL
      );
      CREATE INDEX recalls_issued ON recalls(issued_ms, id);",
+    // 3 -> 4: the documents each execution ran with (NULL in older rows).
+    "ALTER TABLE executions ADD COLUMN recipe_doc TEXT;
+     ALTER TABLE executions ADD COLUMN device_doc TEXT;
+     ALTER TABLE executions ADD COLUMN limits_doc TEXT;",
 ];
 
 /// SQLite storage (one connection behind a mutex; WAL, `synchronous = FULL`).
 #[derive(Debug)]
 pub struct SqliteStorage {
     conn: Mutex<Connection>,
+    /// Commits waiting for the next group commit (see [`SqliteStorage`]'s `commit`).
+    queue: Mutex<Vec<Queued>>,
+}
+
+/// A commit waiting in the queue, and where its result goes.
+#[derive(Debug)]
+struct Queued {
+    commit: Commit,
+    result: Arc<Mutex<Option<Result<(), StorageError>>>>,
 }
 
 fn now_ms() -> i64 {
@@ -432,51 +462,130 @@ impl SqliteStorage {
             }
         }
         tx.commit()?;
-        Ok(SqliteStorage { conn: Mutex::new(conn) })
+        Ok(SqliteStorage { conn: Mutex::new(conn), queue: Mutex::new(Vec::new()) })
     }
 }
 
-fn put_idem(tx: &rusqlite::Transaction<'_>, idem: &IdempotencyRecord) -> rusqlite::Result<()> {
-    tx.execute(
+fn put_idem(tx: &rusqlite::Connection, idem: &IdempotencyRecord) -> rusqlite::Result<()> {
+    tx.prepare_cached(
         "INSERT INTO idempotency (key, digest, status, body, created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![idem.key, idem.digest, idem.status, idem.body, now_ms()],
-    )?;
+    )?
+    .execute(params![idem.key, idem.digest, idem.status, idem.body, now_ms()])?;
     Ok(())
 }
 
-fn insert_execution(tx: &rusqlite::Transaction<'_>, rec: &ExecutionRecord) -> rusqlite::Result<()> {
-    tx.execute(
+fn insert_execution(tx: &rusqlite::Connection, rec: &ExecutionRecord) -> rusqlite::Result<()> {
+    tx.prepare_cached(
         "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
-            created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-        params![
-            rec.id,
-            rec.request,
-            rec.config,
-            rec.status,
-            seq_i64(rec.seq),
-            rec.state,
-            rec.is_final,
-            rec.log,
-            now_ms()
-        ],
-    )?;
+            created_ms, updated_ms, recipe_doc, device_doc, limits_doc)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        rec.id,
+        rec.request,
+        rec.config,
+        rec.status,
+        seq_i64(rec.seq),
+        rec.state,
+        rec.is_final,
+        rec.log,
+        now_ms(),
+        rec.recipe_doc,
+        rec.device_doc,
+        rec.limits_doc
+    ])?;
     Ok(())
 }
 
-fn apply_update(tx: &rusqlite::Transaction<'_>, u: &StatusUpdate) -> rusqlite::Result<()> {
-    tx.execute(
+fn apply_update(tx: &rusqlite::Connection, u: &StatusUpdate) -> rusqlite::Result<()> {
+    tx.prepare_cached(
         "UPDATE executions SET status = ?2, seq = ?3, state = ?4, is_final = ?5,
             log = COALESCE(?6, log), updated_ms = ?7 WHERE id = ?1",
-        params![u.id, u.status, seq_i64(u.seq), u.state, u.is_final, u.log, now_ms()],
-    )?;
+    )?
+    .execute(params![u.id, u.status, seq_i64(u.seq), u.state, u.is_final, u.log, now_ms()])?;
     Ok(())
 }
 
-fn insert_incident(tx: &rusqlite::Transaction<'_>, id: &str, body: &str) -> rusqlite::Result<()> {
-    tx.execute(
-        "INSERT INTO incidents (id, body, received_ms) VALUES (?1, ?2, ?3)",
-        params![id, body, now_ms()],
-    )?;
+/// Writes `batch` in one transaction, each commit under a savepoint; returns one result per
+/// commit (all errors when the transaction as a whole fails).
+fn write_batch(conn: &mut Connection, batch: &[Queued]) -> Vec<Result<(), StorageError>> {
+    let run = |conn: &mut Connection| -> Result<Vec<Result<(), StorageError>>, rusqlite::Error> {
+        let mut tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut results = Vec::with_capacity(batch.len());
+        for q in batch {
+            let mut sp = tx.savepoint()?;
+            match write_one(&sp, &q.commit) {
+                Ok(()) => {
+                    sp.commit()?;
+                    results.push(Ok(()));
+                }
+                Err(e) => {
+                    sp.rollback()?;
+                    drop(sp);
+                    results.push(Err(classify(e)));
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(results)
+    };
+    match run(conn) {
+        Ok(results) => results,
+        Err(e) => {
+            let why = e.to_string();
+            batch.iter().map(|_| Err(StorageError::GroupCommit(why.clone()))).collect()
+        }
+    }
+}
+
+/// A unique-constraint failure is a [`StorageError::Conflict`]; anything else stays SQLite's.
+fn classify(e: rusqlite::Error) -> StorageError {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, msg)
+            if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            StorageError::Conflict(msg.clone().unwrap_or_else(|| e.to_string()))
+        }
+        _ => StorageError::Sqlite(e),
+    }
+}
+
+/// The writes of one commit (inside the caller's transaction).
+fn write_one(tx: &rusqlite::Connection, c: &Commit) -> rusqlite::Result<()> {
+    if let Some(rec) = &c.create {
+        insert_execution(tx, rec)?;
+    }
+    for u in &c.updates {
+        apply_update(tx, u)?;
+    }
+    if let Some(idem) = &c.idempotency {
+        put_idem(tx, idem)?;
+    }
+    for inc in &c.incidents {
+        insert_incident(tx, &inc.id, &inc.body)?;
+    }
+    if let Some(r) = &c.recall {
+        tx.prepare_cached(
+            "INSERT INTO recalls (id, issued_ms, body, received_ms) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![r.id, r.issued_ms, r.body, now_ms()])?;
+    }
+    if !c.events.is_empty() {
+        let now = now_ms();
+        let mut stmt = tx.prepare_cached(
+            "INSERT OR IGNORE INTO events (id, type, subject, body, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?;
+        for e in &c.events {
+            stmt.execute(params![e.id, e.ty, e.subject, e.body, now])?;
+        }
+    }
+    Ok(())
+}
+
+fn insert_incident(tx: &rusqlite::Connection, id: &str, body: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO incidents (id, body, received_ms) VALUES (?1, ?2, ?3)")?
+        .execute(params![id, body, now_ms()])?;
     Ok(())
 }
 
@@ -503,11 +612,14 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRecord> {
         state: r.get(5)?,
         is_final: r.get(6)?,
         log: r.get(7)?,
+        recipe_doc: r.get(8)?,
+        device_doc: r.get(9)?,
+        limits_doc: r.get(10)?,
     })
 }
 
-const SELECT: &str =
-    "SELECT id, request, config, status, seq, state, is_final, log FROM executions";
+const SELECT: &str = "SELECT id, request, config, status, seq, state, is_final, log,
+    recipe_doc, device_doc, limits_doc FROM executions";
 
 fn seq_i64(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
@@ -521,22 +633,7 @@ impl Storage for SqliteStorage {
     ) -> Result<(), StorageError> {
         let mut conn = self.conn.lock()?;
         let tx = conn.transaction()?;
-        let now = now_ms();
-        tx.execute(
-            "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
-                created_ms, updated_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-            params![
-                rec.id,
-                rec.request,
-                rec.config,
-                rec.status,
-                seq_i64(rec.seq),
-                rec.state,
-                rec.is_final,
-                rec.log,
-                now
-            ],
-        )?;
+        insert_execution(&tx, rec)?;
         if let Some(idem) = idem {
             put_idem(&tx, idem)?;
         }
@@ -635,42 +732,29 @@ impl Storage for SqliteStorage {
         Ok(rows.collect::<Result<Vec<String>, _>>()?)
     }
 
+    /// Group commit: the commit joins a queue; whichever caller next holds the connection
+    /// writes every queued commit in one transaction (one fsync), each under its own
+    /// savepoint so a refused write (a duplicate key) fails alone, and hands every caller its
+    /// own result before it lets the connection go. A caller whose commit was written by
+    /// another finds its result as soon as it gets the connection. Commits that arrive while a
+    /// transaction is being synced therefore share the next sync.
     fn commit(&self, c: &Commit) -> Result<(), StorageError> {
         if c.is_empty() {
             return Ok(());
         }
+        let result = Arc::new(Mutex::new(None));
+        self.queue.lock()?.push(Queued { commit: c.clone(), result: result.clone() });
         let mut conn = self.conn.lock()?;
-        let tx = conn.transaction()?;
-        if let Some(rec) = &c.create {
-            insert_execution(&tx, rec)?;
+        if let Some(done) = result.lock()?.take() {
+            return done;
         }
-        for u in &c.updates {
-            apply_update(&tx, u)?;
+        let batch = std::mem::take(&mut *self.queue.lock()?);
+        let outcomes = write_batch(&mut conn, &batch);
+        for (q, outcome) in batch.iter().zip(outcomes) {
+            *q.result.lock()? = Some(outcome);
         }
-        if let Some(idem) = &c.idempotency {
-            put_idem(&tx, idem)?;
-        }
-        for inc in &c.incidents {
-            insert_incident(&tx, &inc.id, &inc.body)?;
-        }
-        if let Some(r) = &c.recall {
-            tx.execute(
-                "INSERT INTO recalls (id, issued_ms, body, received_ms) VALUES (?1, ?2, ?3, ?4)",
-                params![r.id, r.issued_ms, r.body, now_ms()],
-            )?;
-        }
-        if !c.events.is_empty() {
-            let now = now_ms();
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR IGNORE INTO events (id, type, subject, body, created_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )?;
-            for e in &c.events {
-                stmt.execute(params![e.id, e.ty, e.subject, e.body, now])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
+        drop(conn);
+        result.lock()?.take().unwrap_or(Err(StorageError::GroupCommit("lost result".into())))
     }
 
     fn events_after(&self, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StorageError> {

@@ -243,7 +243,8 @@ async fn registry(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response
             entries.push(Value::Object(e));
         }
     }
-    let limits = cookwala::limits::default_pack();
+    // The pack `/v1/safety-limits` serves: the root device's.
+    let limits = hub.root_device().limits.clone();
     let name = limits.get("id").and_then(Value::as_str).unwrap_or("safety-limits").to_owned();
     entries.push(Value::Object(entry("safety_limits", &name, "/v1/safety-limits".into(), &limits)));
     let mut m = Map::new();
@@ -403,17 +404,31 @@ fn doc_or_id(
 }
 
 /// `{recipe | recipeId, device | deviceId, humanPresent?, allowModel?}` → the dry run
-/// `{state, plan, refusal?}` with the hub's SafetyLimits; the device defaults to the one the
-/// hub serves.
+/// `{state, plan, refusal?}` with the SafetyLimits the device enforces (the default pack for a
+/// device sent as a document); the device defaults to the one served at the root.
 fn dryrun(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
     let catalog = &hub.inner.config.catalog;
     let recipe = doc_or_id(args, "recipe", "recipeId", |id| catalog.recipe(id).cloned(), "recipe")?
         .ok_or_else(|| ApiError::bad_request("missing recipe or recipeId"))?;
-    let device = doc_or_id(args, "device", "deviceId", |id| catalog.device(id).cloned(), "device")?
-        .unwrap_or_else(|| hub.inner.device.clone());
+    let device = doc_or_id(args, "device", "deviceId", |id| catalog.device(id).cloned(), "device")?;
+    // A catalog device (named, or the root one) is checked with the limits it enforces; a
+    // device sent as a document with the default pack.
+    let named = [present(args, "device"), present(args, "deviceId")]
+        .into_iter()
+        .flatten()
+        .find_map(Value::as_str);
+    let (device, limits) = match (device, named) {
+        (None, _) => {
+            let root = hub.root_device();
+            (root.doc.clone(), root.limits.clone())
+        }
+        (Some(doc), Some(id)) => {
+            (doc, catalog.safety_limits(id).unwrap_or_else(cookwala::limits::default_pack))
+        }
+        (Some(doc), None) => (doc, cookwala::limits::default_pack()),
+    };
     let human_present = flag(args, "humanPresent", false)?;
     let allow_model = flag(args, "allowModel", true)?;
-    let limits = cookwala::limits::default_pack();
     let now = cookwala::time::Instant::from_unix(crate::unix_ms().div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
     let options =

@@ -1,4 +1,4 @@
-//! `cookwala serve`: the Cookwala hub (Core HTTP API on a simulated device) until Ctrl-C.
+//! `cookwala serve`: the Cookwala hub (Core HTTP API on simulated devices) until Ctrl-C.
 //!
 //! Everything the hub needs comes from `cookwala-hub`; this command only resolves the data
 //! directory, the bearer token and the hub's signing key (`hub-key.json`, generated here from OS
@@ -115,6 +115,18 @@ fn build_catalog(args: &ServeArgs) -> Result<(Catalog, String, usize, usize)> {
         }
     };
     Ok((catalog, device, n_recipes, n_devices))
+}
+
+/// The banner lines listing every served device and where its Core endpoints are.
+fn devices_note(catalog: &Catalog, root: &str) -> String {
+    let ids: Vec<&str> = catalog.device_ids().collect();
+    let width = ids.iter().map(|id| id.len()).max().unwrap_or(0);
+    let mut note = String::from("  devices (Core endpoints; GET /v1/devices lists them):\n");
+    for id in ids {
+        let at_root = if id == root { "/v1, " } else { "" };
+        note.push_str(&format!("    {id:<width$}  {at_root}/devices/{id}/v1\n"));
+    }
+    note
 }
 
 /// `$XDG_DATA_HOME/cookwala`, else `~/.local/share/cookwala`.
@@ -264,6 +276,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         bail!("--speed must be a positive number");
     }
     let (catalog, device, n_recipes, n_devices) = build_catalog(&args)?;
+    let devices_note = devices_note(&catalog, &device);
     let hooks = webhooks(&args)?;
     let n_hooks = hooks.len();
     let data = match args.data {
@@ -328,7 +341,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n  events at http://{addr}/cookwala/v1/events{hooks_note}\n  Ctrl-C stops the server\n",
+            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );

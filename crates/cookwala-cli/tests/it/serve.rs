@@ -237,6 +237,13 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
     let banner: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
     assert!(banner[0].contains("device my-arm"), "{banner:?}");
     assert!(banner[1].contains("loaded 2 recipe(s) and 2 device(s)"), "{banner:?}");
+    // Every served device is listed with its prefix; the root one also at /v1.
+    let rest: Vec<String> =
+        lines.by_ref().map(|l| l.unwrap()).take_while(|l| !l.contains("Ctrl-C")).collect();
+    let row = |id: &str| rest.iter().find(|l| l.trim_start().starts_with(&format!("{id} ")));
+    assert!(row("my-arm").unwrap().ends_with("/v1, /devices/my-arm/v1"), "{rest:?}");
+    assert!(row("bundle-oven").unwrap().ends_with(" /devices/bundle-oven/v1"), "{rest:?}");
+    assert!(row("sim-hob-robot").is_some(), "{rest:?}");
     let caps = http(addr, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(caps.contains("cookwala-rs:sim-counter-arm"), "{caps}");
     let list = get_authed(addr, "/v1/tools/recipes");

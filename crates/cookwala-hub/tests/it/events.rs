@@ -129,6 +129,9 @@ fn a_failed_commit_writes_none_of_its_events() {
         state: "accepted".to_owned(),
         is_final: false,
         log: None,
+        recipe_doc: None,
+        device_doc: None,
+        limits_doc: None,
     };
     let first = Commit { create: Some(rec.clone()), events: vec![event("a")], ..Commit::default() };
     s.commit(&first).unwrap();

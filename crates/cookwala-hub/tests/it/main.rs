@@ -8,6 +8,7 @@ mod auth;
 mod catalog;
 mod concurrency;
 mod delivery;
+mod devices;
 mod events;
 mod openapi;
 mod recalls;

@@ -36,8 +36,22 @@ fn own_description_is_json_and_names_every_route_it_serves() {
         "/v1/capabilities",
         "/v1/recalls",
         "/v1/incidents",
+        "/v1/devices",
+        "/devices/{device}/v1/executions",
+        "/devices/{device}/v1/executions/{id}",
+        "/devices/{device}/v1/executions/{id}/stop",
+        "/devices/{device}/v1/executions/{id}/resume",
+        "/devices/{device}/v1/executions/{id}/log",
+        "/devices/{device}/v1/safety-limits",
+        "/devices/{device}/v1/capabilities",
     ] {
         assert!(paths.contains_key(p), "{p}");
+    }
+    // An unknown device is a 404 on every device route.
+    for (p, item) in paths.iter().filter(|(p, _)| p.starts_with("/devices/{device}/")) {
+        for (method, op) in item.as_object().unwrap() {
+            assert!(op.pointer("/responses/404").is_some(), "{method} {p}");
+        }
     }
     let mut all = Vec::new();
     refs(&spec, &mut all);

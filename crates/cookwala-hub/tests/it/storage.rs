@@ -14,6 +14,9 @@ fn record(id: &str) -> ExecutionRecord {
         state: "accepted".to_owned(),
         is_final: false,
         log: None,
+        recipe_doc: None,
+        device_doc: None,
+        limits_doc: None,
     }
 }
 
@@ -70,4 +73,64 @@ fn refuses_a_schema_from_a_newer_hub() {
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
     assert!(matches!(SqliteStorage::open(&path), Err(StorageError::TooNew(99))));
+}
+
+#[test]
+fn group_commit_writes_every_caller_and_fails_a_duplicate_alone() {
+    use cookwala_hub::storage::{Commit, NewEvent};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(SqliteStorage::open(&dir.path().join("hub.sqlite3")).unwrap());
+    // 8 threads x 25 commits, every third one a duplicate of an id another thread creates.
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let mut outcomes = Vec::new();
+                for i in 0..25 {
+                    let id =
+                        if i % 3 == 2 { format!("ex-shared-{i}") } else { format!("ex-{t}-{i}") };
+                    let commit = Commit {
+                        create: Some(record(&id)),
+                        events: vec![NewEvent {
+                            id: format!("{id}/0/created/{t}"),
+                            ty: "cookwala.execution.accepted".to_owned(),
+                            subject: id.clone(),
+                            body: "{}".to_owned(),
+                        }],
+                        ..Commit::default()
+                    };
+                    outcomes.push((id, s.commit(&commit)));
+                }
+                outcomes
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    let mut conflicts = 0;
+    for t in threads {
+        for (id, outcome) in t.join().unwrap() {
+            match outcome {
+                Ok(()) => {
+                    ok += 1;
+                    assert!(
+                        s.execution(&id).unwrap().is_some(),
+                        "{id} acknowledged but not stored"
+                    );
+                }
+                Err(StorageError::Conflict(_)) => {
+                    conflicts += 1;
+                    assert!(id.starts_with("ex-shared-"), "{id}");
+                }
+                Err(e) => panic!("{id}: {e}"),
+            }
+        }
+    }
+    // Each shared id is created exactly once; every other commit succeeds.
+    let shared = (0..25).filter(|i| i % 3 == 2).count();
+    assert_eq!(ok, 8 * 25 - 7 * shared);
+    assert_eq!(conflicts, 7 * shared);
+    // A failed commit leaves nothing behind: exactly one event per stored execution.
+    let events = s.events_after(0, 10_000).unwrap();
+    assert_eq!(events.len(), ok);
 }
