@@ -320,14 +320,10 @@ fn step_event(
     )
 }
 
-/// The SafetyData `action` every participant must take for a limit's local action.
+/// The SafetyData `action` every participant must take for a limit's local action (the
+/// simulator's mapping, so the event and the simulator never disagree).
 pub fn safety_action(limit_action: &str) -> &'static str {
-    match limit_action {
-        "cut_heat" => "heat_off_all",
-        "stop_all" => "abort_session",
-        "ask_human" => "pause_all",
-        _ => "none",
-    }
+    cookwala_sim::safety_data_action(limit_action)
 }
 
 #[allow(clippy::too_many_arguments)]

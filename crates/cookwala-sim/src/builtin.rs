@@ -62,6 +62,12 @@ pub const RECIPES: &[Example] = &[
         json: data!("recipes/oat-honey-loaf.cookwala.json"),
     },
     Example {
+        id: "roast-chicken-thighs",
+        device: "sim-oven",
+        human_present: false,
+        json: data!("recipes/roast-chicken-thighs.cookwala.json"),
+    },
+    Example {
         id: "cucumber-herb-salad",
         device: "sim-counter-arm",
         human_present: true,

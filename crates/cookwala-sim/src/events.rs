@@ -113,6 +113,18 @@ pub enum EventKind {
     },
 }
 
+/// The SafetyData `action` (what every participant must do) for a limit's action: `cut_heat`
+/// → `heat_off_all`; `stop_all`, `stop_motion` and `refuse_start` (each ends the execution) →
+/// `abort_session`; `ask_human` → `pause_all`; `alert` → `none`.
+pub fn safety_data_action(limit_action: &str) -> &'static str {
+    match limit_action {
+        "cut_heat" => "heat_off_all",
+        "stop_all" | "stop_motion" | "refuse_start" => "abort_session",
+        "ask_human" => "pause_all",
+        _ => "none",
+    }
+}
+
 impl SimEvent {
     /// The CloudEvents `type`.
     pub fn event_type(&self) -> &'static str {
@@ -153,8 +165,9 @@ impl SimEvent {
         }
     }
 
-    /// The CloudEvents `data` object (for safety events, a SafetyData with `level` and
-    /// `action`).
+    /// The CloudEvents `data` object. For safety events, a SafetyData: `level`, `action` (see
+    /// [`safety_data_action`]), `reading{value, unit}` when there is a value, and
+    /// `x-limit`, `x-limitAction`, `x-detail`.
     pub fn data(&self) -> Value {
         let mut m = Map::new();
         match &self.kind {
@@ -188,20 +201,19 @@ impl SimEvent {
                 m.insert("unit".into(), (*unit).into());
             }
             EventKind::Safety { limit, action, level, value, detail } => {
+                // SafetyData: `level` and `action` (the response asked of every participant),
+                // an optional `reading`, and everything else under `x-` names.
                 m.insert("level".into(), (*level).into());
-                let wire = match action.as_str() {
-                    "cut_heat" => "heat_off_all",
-                    "stop_all" => "abort_session",
-                    "ask_human" => "pause_all",
-                    _ => "none",
-                };
-                m.insert("action".into(), wire.into());
-                m.insert("limit".into(), limit.as_str().into());
-                m.insert("limitAction".into(), action.as_str().into());
+                m.insert("action".into(), safety_data_action(action).into());
                 if let Some(v) = value {
-                    m.insert("value".into(), num(*v));
+                    let mut reading = Map::new();
+                    reading.insert("value".into(), num(*v));
+                    reading.insert("unit".into(), "degC".into());
+                    m.insert("reading".into(), Value::Object(reading));
                 }
-                m.insert("detail".into(), detail.as_str().into());
+                m.insert("x-limit".into(), limit.as_str().into());
+                m.insert("x-limitAction".into(), action.as_str().into());
+                m.insert("x-detail".into(), detail.as_str().into());
             }
             EventKind::HeatCut { reason } | EventKind::MotionStopped { reason } => {
                 m.insert("reason".into(), reason.as_str().into());

@@ -39,17 +39,62 @@
 //!
 //! **Safety.** The executor's SafetyLimits are the built-in default pack narrowed with
 //! [`SimConfig::extra_limits`] ([`cookwala::limits::narrow`] can only add limits), so no input
-//! raises a limit. A monitor independent of the controller checks every `max_temp` limit each
-//! tick (oil above 200 °C while frying, a pan surface above 280 °C): `cut_heat`/`stop_all` cut
-//! the heaters at once, record a safety event and an anonymous IncidentReport, and stop the
-//! execution (`aborted_safe`); `ask_human` moves to `needs_human`. A stop cuts motion
+//! raises a limit. Every limit of that one effective pack has a place where it is enforced, and
+//! a limit that has none — an unknown `kind` or `action`, a bound missing, a temperature not in
+//! `degC` — makes the execution start `refused` with reason `safety_limit` and a detail naming
+//! the limit and its kind, never run without it. By kind:
+//!
+//! - `max_temp`: a monitor independent of the controller reads the limit's medium each tick
+//!   (oil above 200 °C while frying, a pan surface above 280 °C).
+//! - `min_core_temp`: checked when a device step that cooks a covered product ends, and before
+//!   a covered dish is served. Core 0.2 gives recipes no field for the class of food they cook,
+//!   so this project declares it in the extension field `x-foodClass` (a string or a list): on
+//!   a node for the product that step cooks (a limit with only `foodClass` is checked when that
+//!   node ends; one with `ops` too, when a step of those ops ends in a recipe or node of that
+//!   class), or at the recipe's top level for the finished dish (checked before completing).
+//!   The core is read by a sensor only — the core probe, else a liquid or product sensor when
+//!   the pan holds the product itself — and a missing reading counts as below the minimum. The
+//!   built-in `roast-chicken-thighs` declares `poultry` on its roast. A person who confirms
+//!   after `ask_human` takes the step as done.
+//! - `time_temp` with `min` and `holdFor` (`hold.hot`) or `max` and `holdFor`: the time the
+//!   step's medium (else the product: core probe, else the pan's contents) spends below `min`
+//!   (above `max`) is summed over every step the limit covers, paused or not; past `holdFor`
+//!   the action happens. A `time_temp` limit with no bound (`cool.two_stage`) is the two-stage
+//!   cooling rule: from 60 °C the product must be at or below 21 °C within 2 h and at or below
+//!   5 °C within 6 h, timed during the steps it covers (`cw.op.cool`). None of our recipes
+//!   holds or cools; the simulated kitchen is 22 °C, so room cooling misses the first stage.
+//! - `pressure`: the simulator has no pressure model and no pressure reading, so a device step
+//!   a pressure limit covers (`cw.op.pressure_cook`, or an envelope medium `pressure`) is
+//!   refused at the start (`safety_limit`, naming the limit and the node). The dry run alone
+//!   would accept it, its sensor ladder falling back to the liquid sensor or time.
+//! - `stop`: the stop delays below must fit the limit's `max` (in `s`, `ms` or `min`), else
+//!   the start is refused.
+//! - `unattended` is the dry run's presence rule; `allergen_block` is the caller's precheck
+//!   (the hub holds the request); `smoke_or_fire` cannot occur in the model (it has no smoke
+//!   or flame); `untrusted_input` holds because no recipe text is ever interpreted.
+//!
+//! As in the dry run, a limit whose `appliesTo` names neither `ops` nor `medium` (nor
+//! `foodClass`, for `min_core_temp`) covers no step. Actions: `alert` records a safety event
+//! and an anonymous IncidentReport and goes on; `ask_human` also moves to `needs_human` with a
+//! `humanNeeded.why` naming the limit and the reading; `cut_heat` cuts the heaters at once,
+//! `stop_motion` stops motion at once, `stop_all` does both, and each then stops the execution
+//! (`aborted_safe`); `refuse_start` refuses at the start when the limit covers a step of the
+//! plan (fired mid-run, it acts as `stop_all`). Each firing is a Core `safetyEvents` row
+//! `{at, limit, action, node}` in the log. A stop cuts motion
 //! [`sim::MOTION_STOP_MS`] and heat [`sim::HEAT_CUT_MS`] after the request (budgets 0.5 s and
 //! 1 s); the log carries a `stop.local` safety event and, under `x-sim.stop`, the request, heat
 //! cut and motion stop times (RFC 3339 with milliseconds, and the delays in ms). Every final
-//! state has the heaters off. Guards of our own: a heater that draws full power for 60 s while the
+//! state has the heaters off. Guards of our own: a heater that draws full power for 4 min while the
 //! controller asks for less (`x-sim.heater_runaway`), and a verifying sensor that stops
 //! reporting (`x-sim.sensor_fault`: fall back to the next usable ladder rung, else cut heat and
-//! fail).
+//! fail). Safety events' [`SimEvent::data`] is a SafetyData: `level`, `action` (see
+//! [`safety_data_action`]), `reading`, and `x-limit`, `x-limitAction`, `x-detail`.
+//!
+//! **Estimated end.** While `accepted`, `preparing` or `running`, the status carries `eta`:
+//! now, plus what is left of the current step's nominal time (its time in band, for a heated
+//! step), plus the nominal time of every later step. Warm-up is not predicted, so the estimate
+//! moves later while a step heats up; it is absent while paused, waiting for a person,
+//! stopping and when final.
 //!
 //! **Faults** ([`FaultKind`]): `Sensor` (the step's sensor goes silent 5 s in), `Overheat` (the
 //! heater relay sticks on), `Timeout` (the step's completion cue never comes).
@@ -73,6 +118,7 @@
 pub mod builtin;
 mod config;
 mod events;
+mod limits;
 pub mod physics;
 mod rng;
 pub mod sim;
@@ -80,7 +126,7 @@ mod steps;
 mod trace;
 
 pub use config::{Fault, FaultKind, PlanStep, SimConfig};
-pub use events::{EventKind, Priority, SimEvent};
+pub use events::{EventKind, Priority, SimEvent, safety_data_action};
 pub use rng::Rng;
 pub use sim::{SimError, Simulation};
 pub use trace::{Trace, TracePoint, TraceStep};

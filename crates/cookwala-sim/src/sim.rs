@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use canonical_json::{Map, Value};
-use cookwala::dryrun::{DryRunError, Options, Refusal};
+use cookwala::dryrun::{DryRunError, Options, Refusal, RefusalReason};
 use cookwala::envelope::Target;
 use cookwala::execution::{ExecutionState as S, ExecutionState, transition_allowed};
 use cookwala::time::Instant;
@@ -11,7 +11,8 @@ use cookwala::vocab::Vocabulary;
 
 use crate::config::{FaultKind, PlanStep, SimConfig};
 use crate::events::{EventKind, SimEvent};
-use crate::physics::{Body, Plant, PlantSpec};
+use crate::limits::{self, Limits, TimeTempRule};
+use crate::physics::{Body, Contents, Plant, PlantSpec};
 use crate::rng::Rng;
 use crate::steps::{self, Heater, StepSpec};
 use crate::trace::{Trace, TracePoint, TraceStep};
@@ -64,15 +65,6 @@ struct SensorSpec {
 }
 
 #[derive(Clone, Debug)]
-struct MaxLimit {
-    id: String,
-    action: String,
-    medium: Option<String>,
-    ops: Vec<String>,
-    max: f64,
-}
-
-#[derive(Clone, Debug)]
 struct StepRun {
     idx: usize,
     started_ms: u64,
@@ -91,6 +83,9 @@ struct StepRun {
     sensor_fault_at: Option<u64>,
     sensor_lost: bool,
     waiting_human: bool,
+    /// The step's `min_core_temp` limits were checked at its end (a person who confirms after
+    /// an `ask_human` is not asked again).
+    core_checked: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -123,8 +118,18 @@ pub struct Simulation {
     specs: Vec<Arc<StepSpec>>,
     refusal: Option<Refusal>,
     faults: Vec<(usize, FaultKind)>,
-    limits: Vec<MaxLimit>,
+    limits: Limits,
     fired: Vec<String>,
+    /// The recipe's top-level `x-foodClass` (the finished dish).
+    recipe_classes: Vec<String>,
+    /// `eta_after[i]`: the nominal time (ms) of the steps after step `i`.
+    eta_after: Vec<u64>,
+    /// The dish's `min_core_temp` limits were checked before completing.
+    completion_checked: bool,
+    /// Waiting for a person to confirm the dish before completing.
+    pending_completion: bool,
+    /// The index of the step that runs now or next.
+    next_idx: usize,
     sensors: Vec<SensorSpec>,
     has_motion: bool,
     plant: Plant,
@@ -185,12 +190,23 @@ impl Simulation {
             Some(extra) => cookwala::limits::narrow(&pack, extra),
             None => pack,
         };
+        // Every limit of the pack must have a place where it is enforced; one that has none
+        // (an unknown kind, a missing bound) refuses the start rather than being ignored.
+        let parsed = limits::parse(&limits_doc);
         let start_secs = config.start_unix_ms.div_euclid(1000);
         let now = Instant::from_unix(start_secs, 0).ok_or(SimError::Clock)?;
-        let (plan, refusal) = match (config.refusal.clone(), config.plan.clone()) {
-            (Some(refusal), _) => (Vec::new(), Some(refusal)),
-            (None, Some(plan)) => (plan, None),
-            (None, None) => {
+        let (plan, mut refusal) = match (config.refusal.clone(), config.plan.clone(), &parsed) {
+            (Some(refusal), _, _) => (Vec::new(), Some(refusal)),
+            (None, _, Err(detail)) => (
+                Vec::new(),
+                Some(Refusal {
+                    reason: RefusalReason::SafetyLimit,
+                    node: None,
+                    detail: detail.clone(),
+                }),
+            ),
+            (None, Some(plan), Ok(_)) => (plan, None),
+            (None, None, Ok(_)) => {
                 let options = Options {
                     human_present: config.human_present,
                     allow_model: config.allow_model,
@@ -236,36 +252,19 @@ impl Simulation {
                 })
             })
             .collect::<Vec<_>>();
-        let limits = limits_doc
-            .get("limits")
-            .and_then(Value::as_array)
-            .unwrap_or_default()
-            .iter()
-            .filter(|l| {
-                l.get("kind").and_then(Value::as_str) == Some("max_temp")
-                    && l.get("unit").and_then(Value::as_str).unwrap_or("degC") == "degC"
-            })
-            .filter_map(|l| {
-                let applies = l.get("appliesTo");
-                Some(MaxLimit {
-                    id: text(l.get("id"))?,
-                    action: text(l.get("action")).unwrap_or_else(|| "cut_heat".to_owned()),
-                    medium: text(applies.and_then(|a| a.get("medium"))),
-                    ops: applies
-                        .and_then(|a| a.get("ops"))
-                        .and_then(Value::as_array)
-                        .unwrap_or_default()
-                        .iter()
-                        .filter_map(|o| text(Some(o)))
-                        .collect(),
-                    max: l.get("max").and_then(Value::as_f64)?,
-                })
-            })
-            .collect();
+        let limits = parsed.unwrap_or_default();
         let specs: Vec<Arc<StepSpec>> = steps::build(vocab, &config.recipe, &plan, spec.altitude_m)
             .into_iter()
             .map(Arc::new)
             .collect();
+        let recipe_classes = limits::food_classes(Some(&config.recipe));
+        if refusal.is_none() {
+            refusal = limits::start_check(&limits, &specs, &recipe_classes, MOTION_STOP_MS);
+        }
+        let mut eta_after = vec![0; specs.len()];
+        for i in (0..specs.len().saturating_sub(1)).rev() {
+            eta_after[i] = eta_after[i + 1] + specs[i + 1].duration_ms;
+        }
         let default_hot = specs.iter().position(|s| !s.row.by_human && s.thermal.is_some());
         let default_any = default_hot.or_else(|| specs.iter().position(|s| !s.row.by_human));
         let faults = config
@@ -315,6 +314,11 @@ impl Simulation {
             faults,
             limits,
             fired: Vec::new(),
+            recipe_classes,
+            eta_after,
+            completion_checked: false,
+            pending_completion: false,
+            next_idx: 0,
             sensors,
             has_motion,
             plant: Plant::new(spec),
@@ -523,6 +527,10 @@ impl Simulation {
         self.human_interventions.push(Value::Object(record));
         self.human_why = None;
         self.set_state(S::Running, None, &mut out);
+        if std::mem::take(&mut self.pending_completion) {
+            self.next_step(self.specs.len(), &mut out);
+            return Ok(out);
+        }
         let finish_step = self.step.as_ref().is_some_and(|r| r.waiting_human);
         if finish_step {
             if let Some(run) = self.step.as_mut() {
@@ -688,26 +696,29 @@ impl Simulation {
         }
         let op = self.step.as_ref().map(|r| self.specs[r.idx].row.op.as_str());
         let idx = self.step.as_ref().map_or(usize::MAX, |r| r.idx);
+        let thermal = self.step.as_ref().and_then(|r| self.specs[r.idx].thermal.as_ref());
         let mut trip = None;
-        for limit in &self.limits {
+        for limit in &self.limits.max {
             if self.fired.contains(&limit.id) {
                 continue;
             }
-            if limit.medium.is_none() && limit.ops.is_empty() {
+            let scope = &limit.scope;
+            if scope.medium.is_none() && scope.ops.is_empty() {
                 continue;
             }
-            if !limit.ops.is_empty() && !op.is_some_and(|o| limit.ops.iter().any(|x| x == o)) {
+            if !scope.ops.is_empty() && !op.is_some_and(|o| scope.op_matches(o)) {
                 continue;
             }
-            let body = match limit.medium.as_deref() {
+            let body = match scope.medium.as_deref() {
                 Some("pan_surface") => Body::Pan,
-                Some("oil") if self.plant.kind == crate::physics::Contents::Oil => Body::Contents,
-                Some("water") if self.plant.kind == crate::physics::Contents::Water => {
-                    Body::Contents
-                }
-                Some("air") => Body::OvenAir,
-                Some(_) => continue,
-                None => match self.step.as_ref().and_then(|r| self.specs[r.idx].thermal.as_ref()) {
+                Some("oil") if self.plant.kind == Contents::Oil => Body::Contents,
+                Some("water" | "steam") if self.plant.kind == Contents::Water => Body::Contents,
+                Some("air" | "radiant") => Body::OvenAir,
+                Some(m) => match thermal {
+                    Some(th) if th.medium == m => th.body,
+                    _ => continue,
+                },
+                None => match thermal {
                     Some(th) => th.body,
                     None => continue,
                 },
@@ -724,6 +735,9 @@ impl Simulation {
             self.safety_action(&id, &action, Some(value), detail, out);
             return;
         }
+        if self.monitor_time_temp(out) {
+            return;
+        }
         if self.runaway.is_some() && self.runaway_mismatch_ms >= RUNAWAY_DETECT_MS && !self.heat_cut
         {
             let detail = "a heater draws full power while the controller asks for less".to_owned();
@@ -731,6 +745,191 @@ impl Simulation {
         }
     }
 
+    /// Time-temperature limits: time out of the band summed over the steps each covers, and the
+    /// two-stage cooling rule. Returns true when one fired.
+    fn monitor_time_temp(&mut self, out: &mut Vec<SimEvent>) -> bool {
+        if !matches!(self.state, S::Running | S::Paused | S::NeedsHuman) {
+            return false;
+        }
+        let Some(run) = &self.step else { return false };
+        let idx = run.idx;
+        let spec = Arc::clone(&self.specs[idx]);
+        if spec.row.by_human {
+            return false;
+        }
+        let (op, medium) = (spec.row.op.as_str(), spec.envelope_medium.as_deref());
+        let now = self.now_ms;
+        let mut value = None;
+        let mut trip = None;
+        for i in 0..self.limits.time_temp.len() {
+            let limit = &self.limits.time_temp[i];
+            if self.fired.contains(&limit.id) || !limit.scope.covers(op, medium) {
+                continue;
+            }
+            let v = *value.get_or_insert_with(|| self.product_temp(&spec, idx));
+            let limit = &mut self.limits.time_temp[i];
+            let detail = match limit.rule {
+                TimeTempRule::Below { min, hold_ms } => {
+                    if v < min {
+                        limit.out_ms += TICK_MS;
+                    }
+                    (limit.out_ms > hold_ms).then(|| {
+                        format!(
+                            "{op} at node {}: below {min} °C for more than {} min in total \
+                             (now {v:.1} °C)",
+                            spec.row.node,
+                            hold_ms / 60_000
+                        )
+                    })
+                }
+                TimeTempRule::Above { max, hold_ms } => {
+                    if v > max {
+                        limit.out_ms += TICK_MS;
+                    }
+                    (limit.out_ms > hold_ms).then(|| {
+                        format!(
+                            "{op} at node {}: above {max} °C for more than {} min in total \
+                             (now {v:.1} °C)",
+                            spec.row.node,
+                            hold_ms / 60_000
+                        )
+                    })
+                }
+                TimeTempRule::TwoStageCooling => {
+                    if limit.cool_start_ms.is_none() && v <= limits::COOL_START_C {
+                        limit.cool_start_ms = Some(now);
+                    }
+                    if v <= limits::COOL_STAGE1_C {
+                        limit.stage1_done = true;
+                    }
+                    let elapsed = limit.cool_start_ms.map(|t| now - t);
+                    match elapsed {
+                        Some(e) if !limit.stage1_done && e > limits::COOL_STAGE1_MS => {
+                            Some(format!(
+                                "{op} at node {}: not below {} °C within 2 h of reaching {} °C \
+                                 (now {v:.1} °C)",
+                                spec.row.node,
+                                limits::COOL_STAGE1_C,
+                                limits::COOL_START_C
+                            ))
+                        }
+                        Some(e) if v > limits::COOL_STAGE2_C && e > limits::COOL_TOTAL_MS => {
+                            Some(format!(
+                                "{op} at node {}: not below {} °C within 6 h of reaching {} °C \
+                                 (now {v:.1} °C)",
+                                spec.row.node,
+                                limits::COOL_STAGE2_C,
+                                limits::COOL_START_C
+                            ))
+                        }
+                        _ => None,
+                    }
+                }
+            };
+            if let Some(detail) = detail {
+                trip = Some((limit.id.clone(), limit.action.clone(), v, detail));
+                break;
+            }
+        }
+        let Some((id, action, v, detail)) = trip else { return false };
+        self.fired.push(id.clone());
+        self.safety_action(&id, &action, Some(v), detail, out);
+        true
+    }
+
+    /// The product's temperature for a time-temperature limit: the step's medium when it has a
+    /// thermal envelope, else the core probe, else the pan's contents (sensor, else model).
+    fn product_temp(&self, spec: &StepSpec, idx: usize) -> f64 {
+        if let Some(th) = &spec.thermal {
+            return self.measure(th.body, idx).0;
+        }
+        let probe = self.sensors.iter().any(|s| s.body == Some(Body::Core) && !s.faulted);
+        let body = if probe { Body::Core } else { Body::Contents };
+        self.measure(body, idx).0
+    }
+
+    /// A sensor reading of the product core for a `min_core_temp` check: the core probe, else
+    /// (when the pan holds the product itself, not frying oil) a liquid or product sensor. No
+    /// model: `None` when no sensor reads it.
+    fn core_reading(&self, spec: Option<&StepSpec>) -> Option<(f64, String)> {
+        let fresh = |s: &&SensorSpec| {
+            !s.faulted && s.latest.is_some_and(|(t, _)| self.now_ms.saturating_sub(t) <= 2_500)
+        };
+        let read = |s: &SensorSpec| s.latest.map(|(_, v)| (v, s.id.clone()));
+        if let Some(s) = self.sensors.iter().filter(fresh).find(|s| s.body == Some(Body::Core)) {
+            return read(s);
+        }
+        let contents_is_product = match spec.and_then(|s| s.thermal.as_ref()) {
+            Some(th) => th.body == Body::Contents && th.contents != Some(Contents::Oil),
+            None => self.plant.kind != Contents::Oil,
+        };
+        if !contents_is_product {
+            return None;
+        }
+        self.sensors
+            .iter()
+            .filter(fresh)
+            .find(|s| s.body == Some(Body::Contents) && s.id != "cw.sense.oil_temp")
+            .and_then(read)
+    }
+
+    /// Checks the `min_core_temp` limits that cover the current step's end (`dish` false) or
+    /// the finished dish (`dish` true). Returns true when one fired with an action that holds
+    /// the execution (anything but `alert`).
+    fn check_core(&mut self, dish: bool, out: &mut Vec<SimEvent>) -> bool {
+        let spec = if dish {
+            None
+        } else {
+            match &self.step {
+                Some(run) => Some(Arc::clone(&self.specs[run.idx])),
+                None => return false,
+            }
+        };
+        let mut covering: Vec<_> = self
+            .limits
+            .core
+            .iter()
+            .filter(|l| match &spec {
+                Some(s) => l.covers_step(&s.row.op, &s.food_classes, &self.recipe_classes),
+                None => l.covers_dish(&self.recipe_classes),
+            })
+            .cloned()
+            .collect();
+        if covering.is_empty() {
+            return false;
+        }
+        // The strictest first.
+        covering.sort_by(|a, b| b.min.total_cmp(&a.min));
+        let reading = self.core_reading(spec.as_deref());
+        let Some(limit) =
+            covering.into_iter().find(|l| reading.as_ref().is_none_or(|r| r.0 < l.min))
+        else {
+            return false;
+        };
+        let class =
+            limit.scope.food_class.as_deref().map_or_else(String::new, |c| format!(" for {c}"));
+        let place = match &spec {
+            Some(s) => format!("at the end of node {} ({})", s.row.node, s.row.op),
+            None => "before the dish is served".to_owned(),
+        };
+        let detail = match &reading {
+            Some((v, sensor)) => format!(
+                "product core {v:.1} °C ({sensor}) is below the {} °C minimum{class} {place}",
+                limit.min
+            ),
+            None => format!(
+                "no sensor reads the product core, so the {} °C minimum{class} cannot be \
+                 verified {place}",
+                limit.min
+            ),
+        };
+        self.safety_action(&limit.id, &limit.action, reading.map(|r| r.0), detail, out);
+        limit.action != "alert"
+    }
+
+    /// Carries out a limit's action: `alert` records it and goes on, `ask_human` waits for a
+    /// person, `cut_heat` / `stop_motion` / `stop_all` (and `refuse_start`, which can only
+    /// refuse before the start, so fired mid-run it stops everything) stop the execution.
     fn safety_action(
         &mut self,
         id: &str,
@@ -740,18 +939,22 @@ impl Simulation {
         out: &mut Vec<SimEvent>,
     ) {
         let level = match action {
-            "stop_all" => "emergency",
-            "cut_heat" => "alarm",
+            "stop_all" | "refuse_start" => "emergency",
+            "cut_heat" | "stop_motion" => "alarm",
             _ => "warning",
         };
         let node = self.step.as_ref().map(|r| self.specs[r.idx].row.node.clone());
         self.record_safety(id, action, level, node.as_deref(), value, &detail);
-        if matches!(action, "cut_heat" | "stop_all") {
+        let stops = matches!(action, "cut_heat" | "stop_all" | "stop_motion" | "refuse_start");
+        if matches!(action, "cut_heat" | "stop_all" | "refuse_start") {
             self.cut_heat(&format!("safety limit {id}"), out);
-            if action == "stop_all" {
-                self.stop_motion(&format!("safety limit {id}"), out);
-            }
-            self.record_incident(id, &detail);
+        }
+        if matches!(action, "stop_all" | "stop_motion" | "refuse_start") {
+            self.motion_on = false;
+        }
+        // Every limit of the pack that fires is an incident; our own guards only when they stop.
+        if stops || !id.starts_with("x-sim.") {
+            self.record_incident(id, action, &detail);
         }
         self.bump();
         out.push(self.event(EventKind::Safety {
@@ -759,19 +962,21 @@ impl Simulation {
             action: action.to_owned(),
             level,
             value,
-            detail,
+            detail: detail.clone(),
         }));
-        match action {
-            "cut_heat" | "stop_all" => {
-                let reason = format!("safety_limit {id}");
-                self.begin_stopping(&reason, "aborted_safe", out);
+        if stops {
+            let reason = format!("safety_limit {id}");
+            self.begin_stopping(&reason, "aborted_safe", out);
+            if action != "cut_heat" {
+                self.stop_motion(&reason, out);
             }
-            "ask_human" if matches!(self.state, S::Running | S::Preparing) => {
-                self.motion_on = false;
-                self.human_why = Some(format!("safety limit {id} asks a person to check"));
-                self.set_state(S::NeedsHuman, self.human_why.clone(), out);
+        } else if action == "ask_human" && matches!(self.state, S::Running | S::Preparing) {
+            self.motion_on = false;
+            if let Some(run) = self.step.as_mut() {
+                run.waiting_human = run.waiting_human || run.core_checked;
             }
-            _ => {}
+            self.human_why = Some(format!("safety limit {id}: {detail}"));
+            self.set_state(S::NeedsHuman, self.human_why.clone(), out);
         }
     }
 
@@ -808,7 +1013,7 @@ impl Simulation {
         self.safety_details.push(Value::Object(x));
     }
 
-    fn record_incident(&mut self, id: &str, detail: &str) {
+    fn record_incident(&mut self, id: &str, action: &str, detail: &str) {
         let n = self.incidents.len() + 1;
         let date: String = self.stamp(self.now_ms).chars().take(10).collect();
         let mut m = Map::new();
@@ -816,13 +1021,28 @@ impl Simulation {
         m.insert("kind".into(), "IncidentReport".into());
         m.insert("id".into(), format!("inc-{}-{n}", self.execution_id).into());
         m.insert("date".into(), date.into());
-        m.insert("category".into(), "cw.incident.overheat".into());
-        m.insert("severity".into(), "medium".into());
+        let category = if self.limits.core.iter().any(|l| l.id == id) {
+            "cw.incident.undercooked"
+        } else if self.limits.time_temp.iter().any(|l| l.id == id) {
+            "cw.incident.time_temperature"
+        } else if self.limits.max.iter().any(|l| l.id == id) || id == "x-sim.heater_runaway" {
+            "cw.incident.overheat"
+        } else {
+            "cw.incident.other"
+        };
+        let (severity, then) = match action {
+            "cut_heat" => ("medium", "Heat was cut and the execution stopped."),
+            "stop_motion" => ("medium", "Motion was stopped and the execution stopped."),
+            "stop_all" | "refuse_start" => {
+                ("medium", "Heat and motion were cut and the execution stopped.")
+            }
+            "ask_human" => ("low", "The execution waited for a person to check."),
+            _ => ("low", "An alert was raised and the execution went on."),
+        };
+        m.insert("category".into(), category.into());
+        m.insert("severity".into(), severity.into());
         m.insert("outcome".into(), "near_miss".into());
-        m.insert(
-            "description".into(),
-            format!("Simulated executor: {detail}. Heat was cut and the execution stopped.").into(),
-        );
+        m.insert("description".into(), format!("Simulated executor: {detail}. {then}").into());
         if let Some(run) = &self.step {
             m.insert("op".into(), self.specs[run.idx].row.op.as_str().into());
         }
@@ -894,7 +1114,13 @@ impl Simulation {
     // ---- steps
 
     fn next_step(&mut self, idx: usize, out: &mut Vec<SimEvent>) {
+        self.next_idx = idx;
         if idx >= self.specs.len() {
+            if !std::mem::replace(&mut self.completion_checked, true) && self.check_core(true, out)
+            {
+                self.pending_completion = self.state == S::NeedsHuman;
+                return;
+            }
             self.motion_on = false;
             self.heat_cut = true;
             self.runaway = None;
@@ -924,6 +1150,7 @@ impl Simulation {
             sensor_fault_at: None,
             sensor_lost: false,
             waiting_human: by_human,
+            core_checked: false,
         };
         if let (Some(th), false) = (&spec.thermal, by_human) {
             if let Some(kind) = th.contents {
@@ -1199,6 +1426,7 @@ impl Simulation {
     /// Writes the log row for the current step (if any) and clears it.
     fn close_step(&mut self, deviation: Option<(&'static str, String)>, out: &mut Vec<SimEvent>) {
         let Some(run) = self.step.take() else { return };
+        self.next_idx = run.idx + 1;
         let spec = &self.specs[run.idx];
         let mut summary = Vec::new();
         let mut details = Map::new();
@@ -1295,6 +1523,14 @@ impl Simulation {
     }
 
     fn end_step(&mut self, out: &mut Vec<SimEvent>) {
+        // A device step that cooks a product covered by a `min_core_temp` limit ends only with
+        // its core at the minimum (or after the limit's action).
+        let check =
+            self.step.as_mut().is_some_and(|r| !std::mem::replace(&mut r.core_checked, true));
+        let by_human = self.step.as_ref().is_some_and(|r| self.specs[r.idx].row.by_human);
+        if check && !by_human && self.check_core(false, out) {
+            return;
+        }
         let next = self.step.as_ref().map_or(0, |r| r.idx + 1);
         self.close_step(None, out);
         self.next_step(next, out);
@@ -1370,6 +1606,9 @@ impl Simulation {
             s.insert("readings".into(), Value::Array(readings));
             m.insert("step".into(), Value::Object(s));
         }
+        if let Some(eta) = self.eta_ms() {
+            m.insert("eta".into(), self.stamp(eta).into());
+        }
         if let Some(r) = &self.refusal {
             let mut refusal = r.to_value();
             if let Some(o) = refusal.as_object_mut()
@@ -1393,6 +1632,30 @@ impl Simulation {
         x.insert("motionOn".into(), self.motion_on.into());
         m.insert("x-sim".into(), Value::Object(x));
         self.status = Value::Object(m);
+    }
+
+    /// The estimated end (simulated ms) while the execution moves on by itself: now, plus what
+    /// is left of the current step's nominal time (its time in band, for a heated step), plus
+    /// the nominal time of every later step. Warm-up is not predicted, so the estimate moves
+    /// later while a step heats up. `None` when final, paused, waiting for a person or stopping.
+    fn eta_ms(&self) -> Option<u64> {
+        let after = |i: usize| {
+            self.specs
+                .get(i)
+                .map_or(0, |s| s.duration_ms + self.eta_after.get(i).copied().unwrap_or(0))
+        };
+        match (self.state, &self.step) {
+            (S::Running, Some(run)) => {
+                let spec = &self.specs[run.idx];
+                let done = if spec.thermal.is_some() { run.hold_ms } else { run.run_ms };
+                let left = spec.duration_ms.saturating_sub(done);
+                Some(self.now_ms + left + self.eta_after.get(run.idx).copied().unwrap_or(0))
+            }
+            (S::Running, None) => Some(self.now_ms + after(self.next_idx)),
+            (S::Accepted, _) => Some(self.now_ms + TICK_MS + PREPARE_MS + after(0)),
+            (S::Preparing, _) => Some(self.prepare_until.max(self.now_ms) + after(self.next_idx)),
+            _ => None,
+        }
     }
 
     fn finish(&mut self, outcome: &'static str) {

@@ -45,6 +45,10 @@ pub(crate) struct StepSpec {
     pub on_timeout: String,
     pub motion: bool,
     pub ladder: Vec<String>,
+    /// The op envelope's medium (`oil`, `product`, `pressure`, …), thermal or not.
+    pub envelope_medium: Option<String>,
+    /// The node's `x-foodClass` (the class of the product this step cooks).
+    pub food_classes: Vec<String>,
 }
 
 /// Parses `PnDTnHnMnS` (fractions allowed) into milliseconds.
@@ -208,6 +212,8 @@ pub(crate) fn build(
                 on_timeout,
                 motion: !row.by_human && moves(&row.op),
                 ladder,
+                envelope_medium: envelope.map(|e| e.medium.clone()),
+                food_classes: crate::limits::food_classes(node),
             }
         })
         .collect()

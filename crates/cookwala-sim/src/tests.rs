@@ -73,3 +73,43 @@ fn simulation_can_move_between_threads() {
     fn assert_send_sync<T: Send + Sync + Clone>() {}
     assert_send_sync::<Simulation>();
 }
+
+#[test]
+fn every_limit_of_the_default_pack_has_a_place() {
+    let parsed = limits::parse(&cookwala::limits::default_pack()).unwrap();
+    let ids = |v: Vec<&str>| v.into_iter().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        parsed.max.iter().map(|l| l.id.clone()).collect::<Vec<_>>(),
+        ids(vec!["oil.max_temp", "pan.max_surface"])
+    );
+    assert_eq!(
+        parsed.core.iter().map(|l| l.id.clone()).collect::<Vec<_>>(),
+        ids(vec!["core.poultry", "core.ground_meat", "core.egg_dishes", "core.reheat"])
+    );
+    let rules: Vec<_> = parsed.time_temp.iter().map(|l| (l.id.as_str(), l.rule)).collect();
+    assert_eq!(
+        rules,
+        vec![
+            ("hold.hot", limits::TimeTempRule::Below { min: 60.0, hold_ms: 7_200_000 }),
+            ("cool.two_stage", limits::TimeTempRule::TwoStageCooling),
+        ]
+    );
+    assert_eq!(parsed.pressure.len(), 1);
+    assert_eq!(parsed.stop.len(), 1);
+    assert_eq!(parsed.stop[0].max_ms, Some(500.0));
+    // The standard's own copy of the pack sorts the same way.
+    let Some(dir) = test_support::shared("standards/cookwala/profiles/core") else { return };
+    let text = std::fs::read(dir.join("safety-limits.default.json")).unwrap();
+    let theirs = limits::parse(&canonical_json::parse(&text).unwrap()).unwrap();
+    assert_eq!(theirs.max.len() + theirs.core.len() + theirs.time_temp.len(), 8);
+    assert_eq!(theirs.pressure.len() + theirs.stop.len(), 2);
+}
+
+#[test]
+fn food_classes_are_read_from_a_string_or_a_list() {
+    let one = canonical_json::parse(br#"{"x-foodClass":"poultry"}"#).unwrap();
+    let two = canonical_json::parse(br#"{"x-foodClass":["egg_dish","leftovers"]}"#).unwrap();
+    assert_eq!(limits::food_classes(Some(&one)), vec!["poultry".to_owned()]);
+    assert_eq!(limits::food_classes(Some(&two)).len(), 2);
+    assert!(limits::food_classes(None).is_empty());
+}

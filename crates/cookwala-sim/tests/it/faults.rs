@@ -24,7 +24,7 @@ fn overheat_on_deep_fry_trips_the_oil_limit() {
     assert_eq!(e.priority(), Priority::Safety);
     assert_eq!(e.event_type(), "cookwala.safety.limit_fired");
     assert_eq!(e.data().get("action").unwrap().as_str(), Some("heat_off_all"));
-    assert_eq!(e.data().get("limit").unwrap().as_str(), Some("oil.max_temp"));
+    assert_eq!(e.data().get("x-limit").unwrap().as_str(), Some("oil.max_temp"));
     // Heat was cut in the same tick the limit fired.
     let cut = events.iter().find(|x| matches!(x.kind, EventKind::HeatCut { .. })).unwrap();
     assert_eq!(cut.at_ms, e.at_ms);
@@ -108,7 +108,7 @@ proptest! {
 
     #[test]
     fn faults_and_stops_never_leave_heat_on(
-        recipe in 0usize..6,
+        recipe in 0usize..cookwala_sim::builtin::RECIPES.len(),
         fault in proptest::option::of(0u8..3),
         stop_at in proptest::option::of(0u64..3_000_000),
         pause_at in proptest::option::of(0u64..3_000_000),

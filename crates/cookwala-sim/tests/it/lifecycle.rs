@@ -21,6 +21,13 @@ fn every_builtin_recipe_completes_on_its_device() {
             );
         }
         assert!(!sim.heat_on());
+        // No limit of the pack fires on our own recipes.
+        assert!(
+            log.get("safetyEvents").unwrap().as_array().unwrap().is_empty(),
+            "{}: {log:?}",
+            example.id
+        );
+        assert!(sim.incidents().is_empty(), "{}", example.id);
         let report = cookwala::documents::validate(
             &log,
             Some("ExecutionLog"),

@@ -2,6 +2,7 @@
 
 mod faults;
 mod lifecycle;
+mod limits;
 
 use canonical_json::Value;
 use cookwala_sim::{SimConfig, SimEvent, Simulation, builtin};
