@@ -74,6 +74,9 @@ pub struct Plant {
     pub mass_kg: f64,
     /// Lid on the pan.
     pub lid: bool,
+    /// The product is in the pan (a probe in a pot of soup reads the soup): its core follows
+    /// the contents. Otherwise it sits in the oven and is heated by the oven air.
+    pub core_in_contents: bool,
     /// Oven air (°C).
     pub oven: f64,
     /// Product core (°C).
@@ -96,6 +99,7 @@ impl Plant {
             kind: Contents::Water,
             mass_kg: 1.5,
             lid: true,
+            core_in_contents: false,
             oven: AMBIENT_C,
             core: AMBIENT_C,
             hob_w: 0.0,
@@ -204,7 +208,13 @@ impl Plant {
         let q_core = 3.5 * (self.oven - self.core);
         let q_oven_loss = 7.0 * (self.oven - AMBIENT_C);
         self.oven += dt * (oven_p - q_oven_loss - q_core) / oven_c;
-        self.core += dt * q_core / 3000.0;
+        if self.core_in_contents {
+            // A probe in the pot: the core relaxes towards the contents with a one-minute time
+            // constant (exact for any step length), and the oven does not touch it.
+            self.core = self.contents + (self.core - self.contents) * (-dt / 60.0).exp();
+        } else {
+            self.core += dt * q_core / 3000.0;
+        }
         if self.core > CORE_MOISTURE_CLAMP_C {
             self.core = CORE_MOISTURE_CLAMP_C;
         }

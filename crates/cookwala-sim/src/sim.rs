@@ -1157,6 +1157,7 @@ impl Simulation {
                 self.plant.fill(kind);
             }
             self.plant.lid = th.lid;
+            self.plant.core_in_contents = th.heater == crate::steps::Heater::Hob;
         }
         let (node, op) = (spec.row.node.clone(), spec.row.op.clone());
         let band = spec.thermal.as_ref().map(|t| (t.band.min, t.band.max));

@@ -49,6 +49,21 @@ fn water_clamps_at_boiling_and_evaporates() {
 }
 
 #[test]
+fn a_probe_in_the_pot_reads_the_pot_and_the_oven_does_not_reach_it() {
+    let mut p = physics::Plant::new(physics::PlantSpec::default());
+    p.core_in_contents = true;
+    // Ten minutes of a simmering pot: the probe follows the soup, whatever the oven does.
+    for _ in 0..6_000 {
+        p.step(0.1, 900.0, 1e9);
+    }
+    assert!(p.contents > 80.0, "{}", p.contents);
+    // It lags a heating pot by about a minute of its rise, never more.
+    assert!(p.core > 70.0 && p.core <= p.contents, "core {} contents {}", p.core, p.contents);
+    // The oven air around it is far hotter; the probe in the pot does not see it.
+    assert!(p.oven > p.core + 50.0, "oven {} core {}", p.oven, p.core);
+}
+
+#[test]
 fn oven_reaches_baking_heat_with_limited_power() {
     let mut p = physics::Plant::new(physics::PlantSpec::default());
     for _ in 0..6_000 {
