@@ -296,7 +296,12 @@ pub(crate) async fn lookup_key(
     digest: &str,
 ) -> Result<Option<Response>, ApiError> {
     let k = key.to_owned();
-    match hub.db(move |s| s.idempotency(&k)).await? {
+    answered(hub.db(move |s| s.idempotency(&k)).await?, digest)
+}
+
+/// The stored answer `rec` replayed, a 422 when it answered another request, or `None`.
+fn answered(rec: Option<IdempotencyRecord>, digest: &str) -> Result<Option<Response>, ApiError> {
+    match rec {
         Some(rec) if rec.digest == digest => Ok(Some(replay(&rec))),
         Some(_) => Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -426,13 +431,16 @@ async fn start(
     }
     // A repeat gets the original answer; a repeat arriving while the original is still being
     // committed waits for it. From here on this request holds the key.
-    let key_hold = match hold_key(&hub, &key, &digest).await? {
-        Held::Replay(res) => return Ok(res),
-        Held::Key(hold) => hold,
-    };
+    let key_hold = hold_key(&hub, &key).await;
+    // One read for both: the key's stored answer (a holder that finished has stored it before
+    // letting go) and whether the id is already stored.
+    let (k, lookup) = (key.clone(), id.clone());
+    let (previous, stored) =
+        hub.db(move |s| Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some()))).await?;
+    if let Some(res) = answered(previous, &digest)? {
+        return Ok(res);
+    }
     // 3. duplicate id (on any device): stored, live, or being created right now.
-    let lookup = id.clone();
-    let stored = hub.db(move |s| s.execution(&lookup)).await?.is_some();
     let live = hub.inner.live.lock().await;
     if stored || live.contains_key(&id) || hub.reserved().ids.contains(&id) {
         return Err(ApiError::new(
@@ -473,7 +481,9 @@ async fn start(
         seed: seed_for(&id),
         start_unix_ms: now_ms,
     };
-    let recipe_doc = recipe.as_ref().map(jcs_text);
+    let recipe_doc = recipe
+        .as_ref()
+        .map(|r| hub.inner.recipe_jcs.get(&recipe_id).cloned().unwrap_or_else(|| jcs_text(r)));
     let mut config = cookwala_sim::SimConfig::new(
         recipe.unwrap_or_else(|| Value::Object(Map::new())),
         device.doc.clone(),
@@ -500,8 +510,8 @@ async fn start(
         is_final: snap.is_final,
         log: snap.log,
         recipe_doc,
-        device_doc: Some(jcs_text(&device.doc)),
-        limits_doc: device.extra_limits.as_ref().map(jcs_text),
+        device_doc: Some(device.doc_jcs.clone()),
+        limits_doc: device.extra_limits_jcs.clone(),
     };
     let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &status);
     let incidents: Vec<NewIncident> = outcome
@@ -561,14 +571,6 @@ async fn start(
     Ok(status_response(StatusCode::ACCEPTED, &status))
 }
 
-/// The outcome of [`hold_key`].
-enum Held {
-    /// The key was answered before: its stored answer.
-    Replay(Response),
-    /// This request now holds the key.
-    Key(KeyHold),
-}
-
 /// Holds an idempotency key while its request is answered; dropping it lets waiting repeats
 /// read the stored answer.
 pub(crate) struct KeyHold {
@@ -584,12 +586,10 @@ impl Drop for KeyHold {
     }
 }
 
-/// Replays the stored answer for `key`, or waits while another request holds it, or takes it.
-async fn hold_key(hub: &Hub, key: &str, digest: &str) -> Result<Held, ApiError> {
+/// Takes `key`, waiting while another request holds it (until that request has stored its
+/// answer or failed).
+async fn hold_key(hub: &Hub, key: &str) -> KeyHold {
     loop {
-        if let Some(res) = lookup_key(hub, key, digest).await? {
-            return Ok(Held::Replay(res));
-        }
         let holder = {
             let mut r = hub.reserved();
             let holder = r.keys.get(key).cloned();
@@ -599,13 +599,7 @@ async fn hold_key(hub: &Hub, key: &str, digest: &str) -> Result<Held, ApiError> 
             holder
         };
         let Some(notify) = holder else {
-            let hold = KeyHold { hub: hub.clone(), key: key.to_owned() };
-            // The holder may have stored its answer and let go between our lookup and our
-            // taking the key: look once more now that no one else can.
-            if let Some(res) = lookup_key(hub, key, digest).await? {
-                return Ok(Held::Replay(res));
-            }
-            return Ok(Held::Key(hold));
+            return KeyHold { hub: hub.clone(), key: key.to_owned() };
         };
         // `notified()` registers at creation, so a release after this point wakes us.
         let woken = notify.notified();
@@ -636,6 +630,10 @@ async fn status(
     Path(ExecPath { id }): Path<ExecPath>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
+    // A final status never changes: answer from memory when it was read before.
+    if let Some((seq, body)) = hub.finals().get(&device.id, &id) {
+        return Ok(stored_status_response(seq, body));
+    }
     {
         let mut live = hub.inner.live.lock().await;
         if let Some(run) = live_on(&mut live, &id, &device)? {
@@ -644,13 +642,21 @@ async fn status(
     }
     // A stored status is already JCS: serve its bytes as they are.
     let rec = stored_on(&hub, &id, &device).await?;
-    let mut res = (StatusCode::OK, rec.status).into_response();
+    let body = axum::body::Bytes::from(rec.status);
+    if rec.is_final {
+        hub.finals().put(&device.id, &id, rec.seq, body.clone());
+    }
+    Ok(stored_status_response(rec.seq, body))
+}
+
+fn stored_status_response(seq: u64, body: axum::body::Bytes) -> Response {
+    let mut res = (StatusCode::OK, body).into_response();
     let h = res.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(COOKWALA_JSON));
-    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", rec.seq)) {
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{seq}\"")) {
         h.insert(header::ETAG, v);
     }
-    Ok(res)
+    res
 }
 
 /// Stop: never refused for authorization, no `If-Match`; an `Idempotency-Key` is honoured when

@@ -190,6 +190,10 @@ pub(crate) struct Device {
     pub limits: Value,
     /// True for the device served at the root.
     pub root: bool,
+    /// `doc` and `extra_limits` as JCS, stored with every execution (written once here).
+    pub doc_jcs: String,
+    /// See `doc_jcs`.
+    pub extra_limits_jcs: Option<String>,
 }
 
 impl Device {
@@ -251,6 +255,48 @@ pub(crate) struct Inner {
     pub bus: Bus,
     /// What POSTs being committed right now hold (see [`Reserved`]).
     pub reserved: std::sync::Mutex<Reserved>,
+    /// Every catalog recipe as JCS (stored with each execution; written once here).
+    pub recipe_jcs: BTreeMap<String, String>,
+    /// Statuses of final executions already read, by device and id (see [`FinalStatuses`]).
+    pub finals: std::sync::Mutex<FinalStatuses>,
+}
+
+/// A bounded cache of final statuses: a final status never changes, so a GET can answer from
+/// memory. Oldest entries are dropped first once [`FinalStatuses::CAPACITY`] is reached.
+#[derive(Debug, Default)]
+pub(crate) struct FinalStatuses {
+    map: std::collections::HashMap<(String, String), (u64, axum::body::Bytes)>,
+    order: std::collections::VecDeque<(String, String)>,
+}
+
+impl FinalStatuses {
+    /// At most this many statuses are kept (a few MiB).
+    pub const CAPACITY: usize = 8192;
+
+    /// The cached `(seq, JCS bytes)` of execution `id` as served for `device`.
+    pub fn get(&self, device: &str, id: &str) -> Option<(u64, axum::body::Bytes)> {
+        self.map.get(&(device.to_owned(), id.to_owned())).cloned()
+    }
+
+    /// Remembers a final status.
+    pub fn put(&mut self, device: &str, id: &str, seq: u64, body: axum::body::Bytes) {
+        let key = (device.to_owned(), id.to_owned());
+        if self.map.insert(key.clone(), (seq, body)).is_none() {
+            self.order.push_back(key);
+        }
+        while self.order.len() > Self::CAPACITY {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+}
+
+impl Hub {
+    /// The final-status cache (a poisoned lock is recovered: entries are immutable values).
+    pub(crate) fn finals(&self) -> std::sync::MutexGuard<'_, FinalStatuses> {
+        self.inner.finals.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// What a start holds between its decision (under the `live` lock) and its commit (outside
@@ -297,9 +343,24 @@ impl Hub {
                 let extra_limits = config.catalog.device_limits(id).cloned();
                 let limits = crate::catalog::effective_limits(extra_limits.as_ref());
                 let root = id == device_id;
-                let device = Device { id: id.to_owned(), doc, extra_limits, limits, root };
+                let doc_jcs = jcs_text(&doc);
+                let extra_limits_jcs = extra_limits.as_ref().map(jcs_text);
+                let device = Device {
+                    id: id.to_owned(),
+                    doc,
+                    extra_limits,
+                    limits,
+                    root,
+                    doc_jcs,
+                    extra_limits_jcs,
+                };
                 Some((id.to_owned(), Arc::new(device)))
             })
+            .collect();
+        let recipe_jcs: BTreeMap<String, String> = config
+            .catalog
+            .recipe_ids()
+            .filter_map(|id| Some((id.to_owned(), jcs_text(config.catalog.recipe(id)?))))
             .collect();
         let root = devices
             .get(&device_id)
@@ -337,6 +398,8 @@ impl Hub {
                 devices,
                 live: Mutex::new(BTreeMap::new()),
                 reserved: std::sync::Mutex::new(Reserved::default()),
+                recipe_jcs,
+                finals: std::sync::Mutex::new(FinalStatuses::default()),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
@@ -574,4 +637,28 @@ fn recovered_log(
     );
     m.insert("x-hub".into(), Value::Object(note));
     Some(log)
+}
+
+#[cfg(test)]
+mod final_status_tests {
+    use super::FinalStatuses;
+
+    #[test]
+    fn the_final_status_cache_is_bounded_and_keyed_by_device() {
+        let mut c = FinalStatuses::default();
+        for i in 0..FinalStatuses::CAPACITY + 10 {
+            c.put("hob", &format!("ex-{i}"), 3, axum::body::Bytes::from_static(b"{}"));
+        }
+        // The oldest entries went first; the newest are there.
+        assert!(c.get("hob", "ex-0").is_none());
+        assert!(c.get("hob", "ex-9").is_none());
+        assert!(c.get("hob", "ex-10").is_some());
+        let last = format!("ex-{}", FinalStatuses::CAPACITY + 9);
+        assert_eq!(c.get("hob", &last).map(|(seq, _)| seq), Some(3));
+        // Another device's path does not see it.
+        assert!(c.get("oven", &last).is_none());
+        // Putting the same entry again does not grow the queue.
+        c.put("hob", &last, 3, axum::body::Bytes::from_static(b"{}"));
+        assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
+    }
 }
