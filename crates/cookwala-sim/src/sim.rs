@@ -64,6 +64,9 @@ struct SensorSpec {
     latest: Option<(u64, f64)>,
 }
 
+/// The step index and pan contents a list of `(limit index, body watched)` was worked out for.
+type MaxScope = (usize, Contents, Vec<(usize, Body)>);
+
 #[derive(Clone, Debug)]
 struct StepRun {
     idx: usize,
@@ -120,6 +123,11 @@ pub struct Simulation {
     faults: Vec<(usize, FaultKind)>,
     limits: Limits,
     fired: Vec<String>,
+    /// For each plan step, the index of the sensor its ladder rung names (if the device has it).
+    rung_sensor: Vec<Option<usize>>,
+    /// The max-temperature limits that apply, with the body each watches, for the step index
+    /// and pan contents they were worked out for (they change only when a step starts).
+    max_scope: Option<MaxScope>,
     /// The recipe's top-level `x-foodClass` (the finished dish).
     recipe_classes: Vec<String>,
     /// `eta_after[i]`: the nominal time (ms) of the steps after step `i`.
@@ -314,6 +322,8 @@ impl Simulation {
             faults,
             limits,
             fired: Vec::new(),
+            rung_sensor: Vec::new(),
+            max_scope: None,
             recipe_classes,
             eta_after,
             completion_checked: false,
@@ -348,6 +358,14 @@ impl Simulation {
             status: Value::Null,
             log: None,
         };
+        sim.rung_sensor = sim
+            .specs
+            .iter()
+            .map(|spec| {
+                let rung = spec.row.rung.as_deref()?;
+                sim.sensors.iter().position(|s| s.id == rung)
+            })
+            .collect();
         if refused {
             sim.pending_outcome = "refused";
             sim.build_log();
@@ -651,16 +669,15 @@ impl Simulation {
     /// The executor's view of a body: a fresh reading from a healthy sensor (the step's rung
     /// first), else the model.
     fn measure(&self, body: Body, idx: usize) -> (f64, &'static str) {
-        let rung = self.specs.get(idx).and_then(|s| s.row.rung.as_deref());
         let fresh = |s: &SensorSpec| {
             s.body == Some(body)
                 && !s.faulted
                 && s.latest.is_some_and(|(t, _)| self.now_ms.saturating_sub(t) <= 2_500)
         };
-        let pick = self
-            .sensors
-            .iter()
-            .find(|s| Some(s.id.as_str()) == rung && fresh(s))
+        let rung = self.rung_sensor.get(idx).copied().flatten();
+        let pick = rung
+            .and_then(|i| self.sensors.get(i))
+            .filter(|s| fresh(s))
             .or_else(|| self.sensors.iter().find(|s| fresh(s)));
         match pick.and_then(|s| s.latest) {
             Some((_, v)) => (v, "sensor"),
@@ -697,32 +714,44 @@ impl Simulation {
         let op = self.step.as_ref().map(|r| self.specs[r.idx].row.op.as_str());
         let idx = self.step.as_ref().map_or(usize::MAX, |r| r.idx);
         let thermal = self.step.as_ref().and_then(|r| self.specs[r.idx].thermal.as_ref());
+        // Which limits apply, and to which body, depends only on the step and the pan's
+        // contents: work it out when either changes, not every tick.
+        let kind = self.plant.kind;
+        if self.max_scope.as_ref().is_none_or(|(i, k, _)| *i != idx || *k != kind) {
+            let mut applies = Vec::new();
+            for (li, limit) in self.limits.max.iter().enumerate() {
+                let scope = &limit.scope;
+                if scope.medium.is_none() && scope.ops.is_empty() {
+                    continue;
+                }
+                if !scope.ops.is_empty() && !op.is_some_and(|o| scope.op_matches(o)) {
+                    continue;
+                }
+                let body = match scope.medium.as_deref() {
+                    Some("pan_surface") => Body::Pan,
+                    Some("oil") if kind == Contents::Oil => Body::Contents,
+                    Some("water" | "steam") if kind == Contents::Water => Body::Contents,
+                    Some("air" | "radiant") => Body::OvenAir,
+                    Some(m) => match thermal {
+                        Some(th) if th.medium == m => th.body,
+                        _ => continue,
+                    },
+                    None => match thermal {
+                        Some(th) => th.body,
+                        None => continue,
+                    },
+                };
+                applies.push((li, body));
+            }
+            self.max_scope = Some((idx, kind, applies));
+        }
         let mut trip = None;
-        for limit in &self.limits.max {
+        let applies = self.max_scope.as_ref().map(|(_, _, a)| a.as_slice()).unwrap_or_default();
+        for &(li, body) in applies {
+            let limit = &self.limits.max[li];
             if self.fired.contains(&limit.id) {
                 continue;
             }
-            let scope = &limit.scope;
-            if scope.medium.is_none() && scope.ops.is_empty() {
-                continue;
-            }
-            if !scope.ops.is_empty() && !op.is_some_and(|o| scope.op_matches(o)) {
-                continue;
-            }
-            let body = match scope.medium.as_deref() {
-                Some("pan_surface") => Body::Pan,
-                Some("oil") if self.plant.kind == Contents::Oil => Body::Contents,
-                Some("water" | "steam") if self.plant.kind == Contents::Water => Body::Contents,
-                Some("air" | "radiant") => Body::OvenAir,
-                Some(m) => match thermal {
-                    Some(th) if th.medium == m => th.body,
-                    _ => continue,
-                },
-                None => match thermal {
-                    Some(th) => th.body,
-                    None => continue,
-                },
-            };
             let (value, _) = self.measure(body, idx);
             if value > limit.max {
                 trip = Some((limit.id.clone(), limit.action.clone(), value, limit.max));
