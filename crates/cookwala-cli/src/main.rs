@@ -92,64 +92,7 @@ enum Command {
     /// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
     /// sha256=<HMAC-SHA256 of the body>. The webhook secret is read from --webhook-secret-file
     /// or the environment variable COOKWALA_WEBHOOK_SECRET, never from the command line.
-    Serve {
-        /// Listen address
-        #[arg(long, default_value = "127.0.0.1:7878")]
-        addr: std::net::SocketAddr,
-        /// Data directory (default: $XDG_DATA_HOME/cookwala or ~/.local/share/cookwala)
-        #[arg(long)]
-        data: Option<PathBuf>,
-        /// Simulated time runs N times real time
-        #[arg(long, default_value_t = 60.0)]
-        speed: f64,
-        /// An extra owner token (else the environment variable COOKWALA_HUB_TOKEN)
-        #[arg(long)]
-        token: Option<String>,
-        /// The tokens file with roles (default DATA/tokens.json; created on first start)
-        #[arg(long, value_name = "FILE")]
-        tokens: Option<PathBuf>,
-        /// Device served at the root (/v1/...): a device id (built-in or loaded with
-        /// --devices / --bundle) or a capabilities JSON file
-        #[arg(long, default_value = cookwala_sim::builtin::DEFAULT_DEVICE)]
-        device: String,
-        /// Serve this OpenAPI file at /openapi.yaml instead of the hub's own description
-        #[arg(long)]
-        spec: Option<PathBuf>,
-        /// Inline the Cookwala JSON Schemas from DIR (e.g. a checkout's schemas/ folder) into
-        /// the served OpenAPI description, so offline tools (schemathesis, code generators)
-        /// get a self-contained one
-        #[arg(long, value_name = "DIR")]
-        schemas: Option<PathBuf>,
-        /// Load the recipes and devices of an upstream samples bundle.json (devices are named
-        /// by their bundle key, e.g. demo-hob-robot)
-        #[arg(long, value_name = "FILE")]
-        bundle: Option<PathBuf>,
-        /// Load every *.json file in DIR as a recipe (next to the built-in ones); repeatable
-        #[arg(long, value_name = "DIR")]
-        recipes: Vec<PathBuf>,
-        /// Load every *.json file in DIR as device capabilities, named by file stem; repeatable
-        #[arg(long, value_name = "DIR")]
-        devices: Vec<PathBuf>,
-        /// Run the Core vectors of this conformance folder (the standard's conformance/) at
-        /// start-up and serve the signed ConformanceReport at /v1/conformance
-        #[arg(long, value_name = "DIR")]
-        conformance: Option<PathBuf>,
-        /// Also publish these keys at /.well-known/cookwala.json, after the hub's own key
-        /// (kept in DATA/hub-key.json): KeyRecord lists, well-known or did:web documents;
-        /// repeatable
-        #[arg(long, value_name = "FILE")]
-        keys: Vec<PathBuf>,
-        /// POST every event to this http:// URL (at least once, in order, retried for 24 h);
-        /// repeatable
-        #[arg(long, value_name = "URL")]
-        webhook: Vec<String>,
-        /// File holding the webhook signing secret (else $COOKWALA_WEBHOOK_SECRET)
-        #[arg(long, value_name = "FILE")]
-        webhook_secret_file: Option<PathBuf>,
-        /// Seconds between device heartbeats on the event stream (0: none)
-        #[arg(long, value_name = "N", default_value_t = 30)]
-        heartbeat_secs: u64,
-    },
+    Serve(commands::serve::ServeArgs),
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
     /// No trailing newline is written, so the output can be piped straight into a hash tool.
@@ -699,41 +642,7 @@ fn run(cli: Cli) -> Result<bool> {
                 json,
             })
         }
-        Command::Serve {
-            addr,
-            data,
-            speed,
-            token,
-            tokens,
-            device,
-            spec,
-            schemas,
-            bundle,
-            recipes,
-            devices,
-            conformance,
-            keys,
-            webhook,
-            webhook_secret_file,
-            heartbeat_secs,
-        } => commands::serve::run(commands::serve::ServeArgs {
-            addr,
-            data,
-            speed,
-            token,
-            tokens,
-            device,
-            spec,
-            schemas,
-            bundle,
-            recipes,
-            devices,
-            conformance,
-            keys,
-            webhooks: webhook,
-            webhook_secret_file,
-            heartbeat_secs,
-        }),
+        Command::Serve(args) => commands::serve::run(args),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen { alg, kid, out, valid_from, json } => {

@@ -6,7 +6,6 @@
 //! shutdown on Ctrl-C (and SIGTERM).
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,40 +21,64 @@ pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
 /// The environment variable holding the webhook signing secret (when no secret file is given).
 pub const WEBHOOK_SECRET_ENV: &str = "COOKWALA_WEBHOOK_SECRET";
 
-/// `serve` arguments.
-#[derive(Debug)]
+/// `serve` arguments (the clap definition; each doc comment is the flag's help).
+#[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Listen address.
-    pub addr: SocketAddr,
-    /// Data directory (`None`: the per-user default).
+    /// Listen address
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    pub addr: std::net::SocketAddr,
+    /// Data directory (default: $XDG_DATA_HOME/cookwala or ~/.local/share/cookwala)
+    #[arg(long)]
     pub data: Option<PathBuf>,
-    /// Simulated time per real time.
+    /// Simulated time runs N times real time
+    #[arg(long, default_value_t = 60.0)]
     pub speed: f64,
-    /// An extra owner token (else the environment).
+    /// An extra owner token (else the environment variable COOKWALA_HUB_TOKEN)
+    #[arg(long)]
     pub token: Option<String>,
-    /// The tokens file (`None`: `DATA/tokens.json`).
+    /// The tokens file with roles (default DATA/tokens.json; created on first start)
+    #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
-    /// Device served at the root: a catalog id or a capabilities file.
+    /// Device served at the root (/v1/...): a device id (built-in or loaded with
+    /// --devices / --bundle) or a capabilities JSON file
+    #[arg(long, default_value = cookwala_sim::builtin::DEFAULT_DEVICE)]
     pub device: String,
-    /// An OpenAPI file to serve at /openapi.yaml instead of the hub's own description.
+    /// Serve this OpenAPI file at /openapi.yaml instead of the hub's own description
+    #[arg(long)]
     pub spec: Option<PathBuf>,
-    /// A folder of Cookwala JSON Schemas to inline into the served description.
+    /// Inline the Cookwala JSON Schemas from DIR (e.g. a checkout's schemas/ folder) into
+    /// the served OpenAPI description, so offline tools (schemathesis, code generators)
+    /// get a self-contained one
+    #[arg(long, value_name = "DIR")]
     pub schemas: Option<PathBuf>,
-    /// An upstream samples `bundle.json` to load recipes and devices from.
+    /// Load the recipes and devices of an upstream samples bundle.json (devices are named
+    /// by their bundle key, e.g. demo-hob-robot)
+    #[arg(long, value_name = "FILE")]
     pub bundle: Option<PathBuf>,
-    /// Folders of recipe JSON files.
+    /// Load every *.json file in DIR as a recipe (next to the built-in ones); repeatable
+    #[arg(long, value_name = "DIR")]
     pub recipes: Vec<PathBuf>,
-    /// Folders of capabilities JSON files.
+    /// Load every *.json file in DIR as device capabilities, named by file stem; repeatable
+    #[arg(long, value_name = "DIR")]
     pub devices: Vec<PathBuf>,
-    /// A conformance vectors folder to run at start-up.
+    /// Run the Core vectors of this conformance folder (the standard's conformance/) at
+    /// start-up and serve the signed ConformanceReport at /v1/conformance
+    #[arg(long, value_name = "DIR")]
     pub conformance: Option<PathBuf>,
-    /// Key set files published next to the hub key.
+    /// Also publish these keys at /.well-known/cookwala.json, after the hub's own key
+    /// (kept in DATA/hub-key.json): KeyRecord lists, well-known or did:web documents;
+    /// repeatable
+    #[arg(long, value_name = "FILE")]
     pub keys: Vec<PathBuf>,
-    /// Webhook URLs.
+    /// POST every event to this http:// URL (at least once, in order, retried for 24 h);
+    /// repeatable
+    #[arg(long = "webhook", value_name = "URL")]
     pub webhooks: Vec<String>,
-    /// The file holding the webhook secret (else the environment).
+    /// File holding the webhook signing secret (else $COOKWALA_WEBHOOK_SECRET)
+    #[arg(long, value_name = "FILE")]
     pub webhook_secret_file: Option<PathBuf>,
-    /// Seconds between heartbeats (0: none).
+    /// Seconds between device heartbeats on the event stream (0: none)
+    #[arg(long, value_name = "N", default_value_t = 30)]
     pub heartbeat_secs: u64,
 }
 

@@ -16,23 +16,7 @@ fn http(addr: SocketAddr, raw: &str) -> String {
 fn serve_generates_a_private_token_and_shuts_down_gracefully() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--speed", "1000", "--data"])
-        .arg(&data)
-        .env_remove("COOKWALA_HUB_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr: SocketAddr = first
-        .rsplit("http://")
-        .next()
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap_or_else(|e| panic!("{first}: {e}"));
+    let Server { mut child, addr, _stdout } = launch(&data, &["--speed", "1000"]);
     let token_path = data.join("tokens.json");
     let doc = canonical_json::parse(&std::fs::read(&token_path).unwrap()).unwrap();
     assert_eq!(doc.pointer("/tokens/0/role").and_then(|v| v.as_str()), Some("owner"));
@@ -91,17 +75,7 @@ fn serve_imports_a_legacy_token_and_refuses_a_bad_tokens_file() {
     assert!(err.contains("bad.json") && err.contains("tokens[0]") && err.contains("chef"), "{err}");
     // A token file from an earlier version becomes the owner entry of the new tokens file.
     std::fs::write(data.join("token"), "legacy-token-0123456789abcdef\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(&data)
-        .env_remove("COOKWALA_HUB_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().unwrap().unwrap();
-    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let Server { mut child, addr, _stdout } = launch(&data, &[]);
     let authed = http(
         addr,
         "GET /v1/executions/ex-1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer legacy-token-0123456789abcdef\r\n\r\n",
@@ -118,19 +92,32 @@ struct Server {
     _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
 
-fn start(data: &std::path::Path, speed: &str) -> Server {
+/// `cookwala serve` on port 0 with `--data DATA` and `args`, without the token variable of
+/// the environment; returns once it has printed the address it listens on.
+fn launch(data: &std::path::Path, args: &[&str]) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token", "--speed", speed])
-        .arg("--data")
+        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
         .arg(data)
+        .args(args)
+        .env_remove("COOKWALA_HUB_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
-    let addr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let addr = first
+        .rsplit("http://")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("{first}: {e}"));
     Server { child, addr, _stdout: lines }
+}
+
+fn start(data: &std::path::Path, speed: &str) -> Server {
+    launch(data, &["--token", "kill-test-token", "--speed", speed])
 }
 
 fn post_execution(addr: SocketAddr, body: &str) -> String {

@@ -44,7 +44,11 @@ pub fn tokens() -> Tokens {
 }
 
 pub async fn hub_with_roles() -> Hub {
-    let storage: Arc<dyn Storage> = Arc::new(SqliteStorage::in_memory().unwrap());
+    hub_with_roles_on(Arc::new(SqliteStorage::in_memory().unwrap())).await
+}
+
+/// A hub with the test tokens and the principal's key trusted, on `storage`.
+pub async fn hub_with_roles_on(storage: Arc<dyn Storage>) -> Hub {
     let config = HubConfig {
         speed: 0.0,
         token: None,

@@ -7,10 +7,10 @@ use axum::http::StatusCode;
 use canonical_json::Value;
 use cookwala::keys::SigningKey;
 use cookwala::signature::{SignedKind, attach};
-use cookwala_hub::storage::{SqliteStorage, Storage};
-use cookwala_hub::{Hub, HubConfig, app};
+use cookwala_hub::app;
+use cookwala_hub::storage::SqliteStorage;
 
-use crate::auth::{OWNER, PRINCIPAL_KID, as_, json, principal_key, tokens, trusted};
+use crate::auth::{OWNER, PRINCIPAL_KID, as_, hub_with_roles_on, json, principal_key};
 use crate::support::*;
 
 fn recall(id: &str, issued: &str, recipe: &str, action: &str, key: Option<&SigningKey>) -> String {
@@ -26,17 +26,6 @@ fn recall(id: &str, issued: &str, recipe: &str, action: &str, key: Option<&Signi
     String::from_utf8(canonical_json::to_jcs(&doc).unwrap()).unwrap()
 }
 
-async fn hub_on(storage: Arc<dyn Storage>) -> Hub {
-    let config = HubConfig {
-        speed: 0.0,
-        token: None,
-        tokens: tokens(),
-        trusted_keys: trusted(),
-        ..HubConfig::default()
-    };
-    Hub::open(storage, config).await.unwrap()
-}
-
 fn ids(list: &Value) -> Vec<&str> {
     list.as_array().unwrap().iter().map(|r| r.get("id").and_then(Value::as_str).unwrap()).collect()
 }
@@ -47,7 +36,7 @@ async fn recalls_are_signed_listed_since_and_persist() {
     let db = dir.path().join("hub.sqlite3");
     let key = principal_key();
     {
-        let hub = hub_on(Arc::new(SqliteStorage::open(&db).unwrap())).await;
+        let hub = hub_with_roles_on(Arc::new(SqliteStorage::open(&db).unwrap())).await;
         let app = app(hub);
         // Unsigned, or signed by an unknown key: 422, nothing stored.
         let unsigned = recall("rc-1", "2026-03-01T00:00:00Z", "red-lentil-soup", "warn", None);
@@ -92,7 +81,7 @@ async fn recalls_are_signed_listed_since_and_persist() {
         assert_eq!(res.status, StatusCode::OK);
     }
     // After a restart: oldest first, `since` filters, a bad `since` is a 400 problem.
-    let hub = hub_on(Arc::new(SqliteStorage::open(&db).unwrap())).await;
+    let hub = hub_with_roles_on(Arc::new(SqliteStorage::open(&db).unwrap())).await;
     let app = app(hub);
     let all = call(&app, as_("", "GET", "/v1/recalls", None, "")).await;
     assert_eq!(all.status, StatusCode::OK);
@@ -112,7 +101,7 @@ async fn recalls_are_signed_listed_since_and_persist() {
 
 #[tokio::test]
 async fn block_refuses_new_executions_and_block_and_stop_running_stops_them() {
-    let hub = hub_on(Arc::new(SqliteStorage::in_memory().unwrap())).await;
+    let hub = hub_with_roles_on(Arc::new(SqliteStorage::in_memory().unwrap())).await;
     let app = app(hub.clone());
     let key = principal_key();
     // A warn recall does not block.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use canonical_json::Value;
 use cookwala_hub::storage::SqliteStorage;
-use cookwala_hub::{Catalog, Hub, HubConfig, serve};
+use cookwala_hub::{Catalog, Hub, HubConfig};
 
 use crate::support::TOKEN;
 
@@ -40,13 +40,7 @@ async fn upstream_sample_demo_runs_against_the_hub() {
     };
     let hub = Hub::open(storage, config).await.unwrap();
     let store = hub.storage();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(hub, listener, async {
-        let _ = rx.await;
-    }));
-    let out = tokio::task::spawn_blocking(move || {
+    let out = crate::support::with_server(hub, move |addr| {
         std::process::Command::new(python)
             .args(["-m", "cookwala_samples", "demo", "--hub"])
             .arg(format!("http://{addr}"))
@@ -55,10 +49,7 @@ async fn upstream_sample_demo_runs_against_the_hub() {
             .output()
             .unwrap()
     })
-    .await
-    .unwrap();
-    tx.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    .await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let online = jobs(&stdout);

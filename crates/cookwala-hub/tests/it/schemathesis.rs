@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use cookwala_hub::openapi::{OWN_SPEC, bundle, load_schemas};
 use cookwala_hub::storage::SqliteStorage;
-use cookwala_hub::{Hub, HubConfig, serve};
+use cookwala_hub::{Hub, HubConfig};
 
 use crate::support::TOKEN;
 
@@ -39,19 +39,13 @@ async fn schemathesis_finds_nothing() {
         ..HubConfig::default()
     };
     let hub = Hub::open(storage, config).await.unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve(hub, listener, async {
-        let _ = rx.await;
-    }));
     let seed = std::env::var("SCHEMATHESIS_SEED").unwrap_or_else(|_| "20261130".into());
     let examples = std::env::var("SCHEMATHESIS_MAX_EXAMPLES").unwrap_or_else(|_| "40".into());
     let config_file = root.join("crates/cookwala-hub/tests/schemathesis/schemathesis.toml");
     // schemathesis keeps a cache in its working directory: give it a scratch one.
     let scratch = tempfile::tempdir().unwrap();
     let cwd = scratch.path().to_owned();
-    let out = tokio::task::spawn_blocking(move || {
+    let out = crate::support::with_server(hub, move |addr| {
         std::process::Command::new(exe)
             .current_dir(cwd)
             .arg("--config-file")
@@ -69,10 +63,7 @@ async fn schemathesis_finds_nothing() {
             .output()
             .unwrap()
     })
-    .await
-    .unwrap();
-    tx.send(()).unwrap();
-    server.await.unwrap().unwrap();
+    .await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "schemathesis failed:\n{stdout}\n{stderr}");

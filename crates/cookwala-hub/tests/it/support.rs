@@ -80,3 +80,22 @@ pub fn request(id: &str, recipe: &str, human: bool) -> String {
         recipe_hash(recipe)
     )
 }
+
+/// Serves `hub` on a port-0 listener, runs `client(addr)` on the blocking pool, then shuts the
+/// server down (gracefully) and returns what the client returned.
+pub async fn with_server<T, F>(hub: Hub, client: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce(std::net::SocketAddr) -> T + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(cookwala_hub::serve(hub, listener, async {
+        let _ = rx.await;
+    }));
+    let out = tokio::task::spawn_blocking(move || client(addr)).await.unwrap();
+    tx.send(()).unwrap();
+    server.await.unwrap().unwrap();
+    out
+}
