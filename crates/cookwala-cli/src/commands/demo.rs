@@ -2,8 +2,10 @@
 //!
 //! Walks through what the standard's integrity layer gives a recipe publisher and a hub: a
 //! content hash, a signature that survives key rotation and catches tampering, a selective
-//! disclosure, and a witnessed mission log, writing every artifact to a folder so each step
-//! can be repeated by hand with the other subcommands.
+//! disclosure, and a witnessed mission log; then what an executor does: refuse before heat,
+//! cook inside every envelope (with a plot of every reading), and cut heat on a local safety
+//! limit. Every artifact goes to a folder so each step can be repeated by hand with the other
+//! subcommands.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +14,8 @@ use canonical_json::{Value, digest};
 use cookwala::keys::{KeySet, SigningAlg, SigningKey, UNBOUNDED_VALID_FROM};
 use cookwala::mission::{self, EventDraft, Sequencer, SequencerConfig};
 use cookwala::signature::{self, SignedKind};
+
+use cookwala_sim::{Fault, FaultKind, SimConfig, Simulation, builtin};
 
 use crate::clock::{now_rfc3339, unix_now};
 use crate::output::{create_private, emit, pretty};
@@ -52,7 +56,10 @@ pub fn run(out: Option<PathBuf>) -> Result<()> {
     };
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut step = Step { n: 0, out: &out };
-    println!("cookwala demo: signed recipes and witnessed logs (artifacts in {})\n", out.display());
+    println!(
+        "cookwala demo: signed recipes, witnessed logs and safe cooking (artifacts in {})\n",
+        out.display()
+    );
 
     let recipe = canonical_json::parse(DEMO_RECIPE.as_bytes()).context("built-in recipe")?;
     let hash = digest::document_hash(&recipe)?;
@@ -177,7 +184,101 @@ pub fn run(out: Option<PathBuf>) -> Result<()> {
     expect("rewritten log", &reason, "hash_mismatch_at_1")?;
     step.say("Rewrite event 1 after the fact", &format!("verify -> {reason}"));
 
+    cooking(&mut step)?;
+
     println!("\nall {} checks came out as the standard requires", step.n);
+    Ok(())
+}
+
+/// Runs `recipe` on `device` (built-in ids) in the simulator to its end, as fast as it goes.
+fn simulate(
+    recipe: &str,
+    device: &str,
+    human: bool,
+    fault: Option<FaultKind>,
+) -> Result<Simulation> {
+    let recipe = builtin::recipe(recipe).with_context(|| format!("built-in recipe {recipe}"))?;
+    let device = builtin::device(device).with_context(|| format!("built-in device {device}"))?;
+    let mut config = SimConfig::new(recipe, device);
+    config.human_present = human;
+    config.faults = fault.map(|kind| Fault { kind, node: None }).into_iter().collect();
+    config.start_unix_ms = i64::try_from(unix_now()).unwrap_or(0).saturating_mul(1000);
+    config.execution_id = "demo-cook".to_owned();
+    config.request_id = "demo-cook-request".to_owned();
+    let mut sim = Simulation::new(config).context("cannot simulate")?;
+    while !sim.is_final() {
+        sim.advance(60_000);
+        if sim.state().as_str() == "needs_human" {
+            // The person in the kitchen confirms, as they would at the hob.
+            sim.confirm_human().map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+    }
+    Ok(sim)
+}
+
+/// The executor's part: refusal before heat, a run kept inside its envelopes with a plot of
+/// every reading, and a local safety limit that no request can raise.
+fn cooking(step: &mut Step<'_>) -> Result<()> {
+    let unattended = simulate("chickpea-fritters", "sim-hob-robot", false, None)?;
+    let refusal = unattended.refusal().map(|r| r.reason.as_str()).unwrap_or("none");
+    expect("unattended deep fry", refusal, "needs_human_present")?;
+    let (fritters, hob) = (step.file("fritters.json"), step.file("hob-robot.json"));
+    emit(&builtin::recipe("chickpea-fritters").context("built-in recipe")?, Some(&fritters))?;
+    emit(&builtin::device("sim-hob-robot").context("built-in device")?, Some(&hob))?;
+    step.say(
+        "Dry-run deep-frying chickpea fritters on the hob robot with nobody in the kitchen",
+        &format!(
+            "refused before anything heats up -> {refusal}\ncheck: cookwala dry-run --recipe {} --device {}",
+            fritters.display(),
+            hob.display()
+        ),
+    );
+
+    let soup = simulate("red-lentil-soup", "sim-hob-robot", false, None)?;
+    let log = soup.log().context("the soup's log")?;
+    let outcome = log.get("outcome").and_then(Value::as_str).unwrap_or("none").to_owned();
+    expect("soup", &outcome, "served")?;
+    let steps = log.get("steps").and_then(Value::as_array).unwrap_or_default();
+    let all_ok = steps.iter().all(|s| s.get("envelopeOk").and_then(Value::as_bool) == Some(true));
+    expect("soup envelopes", if all_ok { "ok" } else { "outside" }, "ok")?;
+    emit(&log, Some(&step.file("soup.log.json")))?;
+    let plot = step.file("soup.svg");
+    std::fs::write(
+        &plot,
+        crate::commands::cook::plot_svg(soup.trace(), "red-lentil-soup on sim-hob-robot"),
+    )
+    .with_context(|| format!("cannot write {}", plot.display()))?;
+    step.say(
+        "Cook the lentil soup on the simulated hob robot",
+        &format!(
+            "{} steps, every medium inside its envelope -> {outcome}; {} simulated minutes\nlog (no personal data) {}\nplot of every reading against its band {}",
+            steps.len(),
+            soup.now_ms() / 60_000,
+            step.file("soup.log.json").display(),
+            plot.display()
+        ),
+    );
+
+    let hot = simulate("chickpea-fritters", "sim-hob-robot", true, Some(FaultKind::Overheat))?;
+    let log = hot.log().context("the fritters' log")?;
+    let outcome = log.get("outcome").and_then(Value::as_str).unwrap_or("none").to_owned();
+    let fired = log
+        .get("safetyEvents")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+        .and_then(|e| e.get("limit"))
+        .and_then(Value::as_str)
+        .unwrap_or("none")
+        .to_owned();
+    expect("overheat limit", &fired, "oil.max_temp")?;
+    expect("overheat outcome", &outcome, "aborted_safe")?;
+    step.say(
+        "Let the fryer's heater run away (an injected fault) with a person present",
+        &format!(
+            "the local limit {fired} cuts the heat and stops safely -> {outcome}, heat {}\ncheck: cookwala cook chickpea-fritters --human-present --fault overheat",
+            if hot.heat_on() { "on" } else { "off" }
+        ),
+    );
     Ok(())
 }
 
