@@ -35,10 +35,15 @@ pub(crate) struct Since {
     since: Option<String>,
 }
 
-pub(crate) fn issued_ms(recall: &Value) -> Option<i64> {
-    let text = recall.get("issuedAt")?.as_str()?;
+/// An RFC 3339 date-time in Unix milliseconds (`None` if it is not one).
+fn timestamp_ms(text: &str) -> Option<i64> {
     let t = cookwala::time::parse_timestamp(text).ok()?;
     t.unix_seconds().checked_mul(1000)?.checked_add(i64::from(t.subsec_nanos() / 1_000_000))
+}
+
+/// A recall's `issuedAt` in Unix milliseconds.
+pub(crate) fn issued_ms(recall: &Value) -> Option<i64> {
+    timestamp_ms(recall.get("issuedAt")?.as_str()?)
 }
 
 /// The recalls that block new executions (every action but `warn`).
@@ -56,14 +61,11 @@ pub(crate) async fn list(
     let Query(q) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
     let since = match q.since.as_deref() {
         None => None,
-        Some(text) => {
-            let t = cookwala::time::parse_timestamp(text).map_err(|_| {
-                ApiError::bad_request(format!(
-                    "since must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z, not {text:?}"
-                ))
-            })?;
-            Some(t.unix_seconds().saturating_mul(1000) + i64::from(t.subsec_nanos() / 1_000_000))
-        }
+        Some(text) => Some(timestamp_ms(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "since must be an RFC 3339 date-time such as 2026-01-31T12:00:00Z, not {text:?}"
+            ))
+        })?),
     };
     let all = hub.recalls();
     let list: Vec<Value> = all
