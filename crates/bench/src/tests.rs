@@ -97,8 +97,11 @@ mod hub {
             .unwrap();
         let storage: Arc<dyn Storage> =
             Arc::new(SqliteStorage::open(&dir.path().join("hub.sqlite3")).unwrap());
-        let config =
-            HubConfig { speed: 0.0, token: Some(TOKEN.to_owned()), ..HubConfig::default() };
+        let config = HubConfig {
+            speed: 0.0,
+            tokens: cookwala_hub::auth::Tokens::owner(TOKEN),
+            ..HubConfig::default()
+        };
         let hub = rt.block_on(Hub::open(storage.clone(), config)).unwrap();
         let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let addr = listener.local_addr().unwrap();

@@ -43,19 +43,42 @@ fn device_routes() -> Router<Hub> {
         .route("/v1/capabilities", get(capabilities))
 }
 
-/// The router for `hub`.
-pub fn app(hub: Hub) -> Router {
+/// The per-device routes that are not Core's execution routes: the tools, recalls, incident
+/// reports and the conformance claim answer under every device prefix too, so a client made
+/// for one device (a base URL of `/devices/{id}`) finds everything it uses.
+fn shared_routes() -> Router<Hub> {
     Router::new()
-        .merge(device_routes())
-        .nest("/devices/{device}", device_routes())
-        .route("/v1/devices", get(devices))
         .route("/v1/recalls", get(crate::recalls::list).post(crate::recalls::publish))
         .route("/v1/incidents", post(incident))
+        .route("/v1/conformance", get(crate::conformance::conformance))
+        .merge(crate::tools::routes())
+}
+
+/// A 404 problem for a `/devices/{device}/…` path naming no device of this hub, before any
+/// handler runs.
+async fn known_device(
+    On(_device): On,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    next.run(req).await
+}
+
+/// The router for `hub`.
+pub fn app(hub: Hub) -> Router {
+    let config = &hub.inner.config;
+    let per_device = device_routes()
+        .merge(shared_routes())
+        .route_layer(axum::middleware::from_fn_with_state(hub.clone(), known_device));
+    let router = Router::new()
+        .merge(device_routes())
+        .merge(shared_routes())
+        .nest("/devices/{device}", per_device)
+        .route("/v1/devices", get(devices))
         .route("/openapi.yaml", get(openapi))
         .route("/openapi.json", get(openapi))
-        .route("/v1/conformance", get(crate::conformance::conformance))
         .route("/.well-known/cookwala.json", get(crate::identity::well_known))
-        .merge(crate::tools::routes())
+        .merge(crate::tools::index_routes())
         .merge(crate::sse::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
@@ -65,7 +88,13 @@ pub fn app(hub: Hub) -> Router {
                 "method not allowed",
             )
         })
-        .with_state(hub)
+        .layer(axum::middleware::map_response(crate::limits::problem_413))
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body));
+    let router = match crate::limits::cors(&config.cors_origins) {
+        Some(cors) => router.layer(cors),
+        None => router,
+    };
+    router.with_state(hub)
 }
 
 // ---- helpers
@@ -165,37 +194,41 @@ fn replay(rec: &IdempotencyRecord) -> Response {
     res
 }
 
+/// The bearer token of a request, if it carries one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// The principal of a request that may carry a token but need not (open endpoints): its
+/// token's principal when it carries a known one, else an anonymous caller.
+pub(crate) fn caller(hub: &Hub, headers: &HeaderMap) -> Principal {
+    let config = &hub.inner.config;
+    if config.no_auth {
+        return Principal::anonymous(Role::Owner);
+    }
+    bearer(headers)
+        .and_then(|t| config.tokens.find(t))
+        .map_or_else(|| Principal::anonymous(Role::Viewer), crate::auth::TokenEntry::principal)
+}
+
 /// Who sent the request, if they may perform `action`: 401 without a known bearer token, 403
-/// when the token's role does not allow it. With auth off, everyone is an anonymous owner.
+/// when the token's role does not allow it. Under `--no-auth` (and only then), everyone is an
+/// anonymous owner.
 pub(crate) fn authenticate(
     hub: &Hub,
     headers: &HeaderMap,
     action: Action,
 ) -> Result<Principal, ApiError> {
     let config = &hub.inner.config;
-    if config.token.is_none() && config.tokens.is_empty() {
-        return Ok(Principal { name: "anonymous".into(), role: Role::Owner, agent: None });
+    if config.no_auth {
+        return Ok(Principal::anonymous(Role::Owner));
     }
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
-    let who = given.and_then(|t| {
-        let owner = config
-            .token
-            .as_deref()
-            .is_some_and(|o| crate::auth::constant_time_eq(t.as_bytes(), o.as_bytes()));
-        if owner {
-            return Some(Principal { name: "owner".into(), role: Role::Owner, agent: None });
-        }
-        config.tokens.find(t).map(|e| Principal {
-            name: e.name.clone(),
-            role: e.role,
-            agent: e.agent.clone(),
-        })
-    });
+    let who = bearer(headers).and_then(|t| config.tokens.find(t)).map(|e| e.principal());
     let Some(who) = who else {
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -220,6 +253,19 @@ pub(crate) fn authenticate(
         ));
     }
     Ok(who)
+}
+
+/// The 403 for a principal that is not a person asking to act as one.
+fn only_a_person(who: &Principal, what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!(
+            "only a person (an owner or cook token) may {what}; the token {:?} has the role {}",
+            who.name,
+            who.role.as_str()
+        ),
+    )
 }
 
 /// 401 unless the request carries a token that may read.
@@ -370,7 +416,7 @@ async fn start(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let who = authenticate(&hub, &headers, Action::Cook)?;
-    let key = require_key(&headers)?;
+    let key = who.scoped_key(&require_key(&headers)?);
     let doc = parse_object(&headers, &body)?;
     let digest = request_digest(&format!("POST {}/v1/executions", device.route_prefix()), &body);
     // 1. request fields.
@@ -406,6 +452,9 @@ async fn start(
             .as_bool()
             .ok_or_else(|| ApiError::bad_request("x-hub-human-present must be a boolean"))?,
     };
+    if human_present && !who.is_person() {
+        return Err(only_a_person(&who, "say that a person is present (x-hub-human-present)"));
+    }
     // 2. version.
     let core = str_field(&doc, "core")?;
     if !core.starts_with("0.2.") {
@@ -480,6 +529,7 @@ async fn start(
         human_present,
         seed: seed_for(&id),
         start_unix_ms: now_ms,
+        time_scale: hub.time_scale(),
     };
     let recipe_doc = recipe
         .as_ref()
@@ -493,12 +543,22 @@ async fn start(
     config.human_present = human_present;
     config.seed = run.seed;
     config.start_unix_ms = now_ms;
+    config.time_scale = hub.time_scale();
+    config.pack = Some(catalog.pack().clone());
     config.execution_id = id.clone();
     config.request_id = id.clone();
     config.refusal = outcome.refusal;
     config.faults.clone_from(&hub.inner.config.sim_faults);
     let sim = Simulation::new(config).map_err(|e| ApiError::internal(&e))?;
-    let status = sim.status();
+    // The start answer carries the plan the hub accepted (`x-hub-plan`, as the upstream hub
+    // sends it and its clients read it); later statuses do not repeat it.
+    let mut status = sim.status();
+    if !sim.plan().is_empty()
+        && let Some(m) = status.as_object_mut()
+    {
+        let plan = sim.plan().iter().map(cookwala_sim::PlanStep::to_value).collect();
+        m.insert("x-hub-plan".into(), Value::Array(plan));
+    }
     let snap = snapshot(&id, &sim);
     let rec = ExecutionRecord {
         id: id.clone(),
@@ -670,7 +730,8 @@ async fn stop(
     Path(ExecPath { id }): Path<ExecPath>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let key = idempotency_key(&headers).unwrap_or(None);
+    let who = caller(&hub, &headers);
+    let key = idempotency_key(&headers).unwrap_or(None).map(|k| who.scoped_key(&k));
     let route = format!("POST {}/v1/executions/{id}/stop", device.route_prefix());
     let digest = request_digest(&route, &body);
     let reason = canonical_json::parse(&body)
@@ -733,8 +794,8 @@ async fn resume(
     Path(ExecPath { id }): Path<ExecPath>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    authenticate(&hub, &headers, Action::Cook)?;
-    let key = require_key(&headers)?;
+    let who = authenticate(&hub, &headers, Action::Cook)?;
+    let key = who.scoped_key(&require_key(&headers)?);
     if !body.is_empty() {
         parse_object(&headers, &body)?;
     }
@@ -765,11 +826,15 @@ async fn resume(
             format!("cannot resume an execution in state {state}"),
         ));
     };
+    if sim.state() == cookwala::execution::ExecutionState::NeedsHuman && !who.is_person() {
+        return Err(only_a_person(&who, "confirm a human step (resume from needs_human)"));
+    }
     let (prev, incidents) = (sim.state(), sim.incidents().len());
-    let events = sim
-        .resume()
+    // The answer is the status as it moved to `running`, even when the confirmed step then
+    // ended at once (the stored status, and the stream, show what followed).
+    let (events, status) = sim
+        .resume_by(Some(&who.label()))
         .map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))?;
-    let status = sim.status();
     let change = hub.change(&id, sim, prev, &events, incidents);
     let idempotency = Some(idem_record(&key, &digest, StatusCode::ACCEPTED, &status));
     hub.commit(Commit { idempotency, ..change }, true).await?;
@@ -862,10 +927,32 @@ async fn openapi(State(hub): State<Hub>) -> Response {
 
 async fn incident(
     State(hub): State<Hub>,
+    extensions: axum::http::Extensions,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let key = require_key(&headers)?;
+    let who = caller(&hub, &headers);
+    // Anyone may report, so a caller without a token is counted per address.
+    if who.scope == "open" && !hub.inner.config.no_auth {
+        let addr = extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+        let per_minute = hub.inner.config.incidents_per_minute;
+        let admitted = hub
+            .inner
+            .incident_rate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .admit(addr, crate::unix_ms(), per_minute);
+        if !admitted {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                format!("at most {per_minute} incident reports a minute from one address"),
+            ));
+        }
+    }
+    let key = who.scoped_key(&require_key(&headers)?);
     let doc = parse_object(&headers, &body)?;
     let digest = request_digest("POST /v1/incidents", &body);
     let report = cookwala::documents::validate(

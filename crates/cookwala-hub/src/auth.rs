@@ -96,6 +96,16 @@ pub struct TokenEntry {
 }
 
 impl TokenEntry {
+    /// The principal this entry authenticates.
+    pub fn principal(&self) -> Principal {
+        Principal {
+            name: self.name.clone(),
+            role: self.role,
+            agent: self.agent.clone(),
+            scope: self.sha256.get(..16).unwrap_or(&self.sha256).to_owned(),
+        }
+    }
+
     /// An entry for the token `token`.
     pub fn new(name: &str, role: Role, token: &str, agent: Option<&str>) -> TokenEntry {
         TokenEntry {
@@ -116,6 +126,32 @@ pub struct Principal {
     pub role: Role,
     /// The agent it speaks for, for `agent` tokens.
     pub agent: Option<String>,
+    /// What its idempotency keys are scoped to: a prefix of its token's digest (`open` for
+    /// callers without a token), so two principals never share an answer.
+    pub scope: String,
+}
+
+impl Principal {
+    /// The caller of an open endpoint, or of any endpoint under `--no-auth`.
+    pub fn anonymous(role: Role) -> Principal {
+        Principal { name: "anonymous".into(), role, agent: None, scope: "open".into() }
+    }
+
+    /// True for the roles of a person (`owner`, `cook`): only a person confirms a human step
+    /// or says a person is present.
+    pub fn is_person(&self) -> bool {
+        matches!(self.role, Role::Owner | Role::Cook)
+    }
+
+    /// `role:name`, how the execution log names who confirmed a human step.
+    pub fn label(&self) -> String {
+        format!("{}:{}", self.role.as_str(), self.name)
+    }
+
+    /// An idempotency key as stored: scoped to this principal.
+    pub fn scoped_key(&self, key: &str) -> String {
+        format!("{}/{key}", self.scope)
+    }
 }
 
 /// Why a tokens file was refused.
@@ -148,6 +184,13 @@ impl Tokens {
     /// No tokens.
     pub fn new() -> Tokens {
         Tokens::default()
+    }
+
+    /// One owner token (tests, and `--token` on top of a tokens file).
+    pub fn owner(token: &str) -> Tokens {
+        let mut t = Tokens::new();
+        t.push(TokenEntry::new("owner", Role::Owner, token, None));
+        t
     }
 
     /// Adds an entry.

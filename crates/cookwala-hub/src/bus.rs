@@ -144,7 +144,13 @@ impl Hub {
     pub(crate) fn created_events(&self, id: &str, device: &str, sim: &Simulation) -> Vec<NewEvent> {
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
-        let exe = Execution { id, request, device, start_unix_ms: sim.start_unix_ms() };
+        let exe = Execution {
+            id,
+            request,
+            device,
+            start_unix_ms: sim.start_unix_ms(),
+            time_scale: sim.time_scale(),
+        };
         vec![events::to_new(&events::created(&exe, &status))]
     }
 
@@ -162,8 +168,13 @@ impl Hub {
         let sim = &run.sim;
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
-        let exe =
-            Execution { id, request, device: &run.device, start_unix_ms: sim.start_unix_ms() };
+        let exe = Execution {
+            id,
+            request,
+            device: &run.device,
+            start_unix_ms: sim.start_unix_ms(),
+            time_scale: sim.time_scale(),
+        };
         let docs = {
             let mut gate = self.inner.bus.gate.lock().unwrap_or_else(PoisonError::into_inner);
             events::from_sim(&exe, prev, sim_events, &mut gate)

@@ -50,17 +50,19 @@ fn fail(file: &Path, why: impl Into<String>) -> CatalogError {
 struct Entry {
     doc: Value,
     source: String,
+    /// For a recipe: the name `/v1/tools/recipes` lists it under (a bundle key or file stem,
+    /// as the upstream hub names recipes; the id for built-in ones).
+    name: String,
     /// For a device: the pack narrowing the default one (`None`: nothing narrows it).
     limits: Option<Value>,
 }
 
-/// The pack a device enforces: the default pack narrowed by `extra` (what the simulator
+/// The pack a device enforces: the executor's `pack` narrowed by `extra` (what the simulator
 /// computes from the same `extra_limits`).
-pub fn effective_limits(extra: Option<&Value>) -> Value {
-    let pack = cookwala::limits::default_pack();
+pub fn effective_limits(pack: &Value, extra: Option<&Value>) -> Value {
     match extra {
-        Some(e) => cookwala::limits::narrow(&pack, e),
-        None => pack,
+        Some(e) => cookwala::limits::narrow(pack, e),
+        None => pack.clone(),
     }
 }
 
@@ -76,8 +78,8 @@ fn effect(limit: &Value) -> Value {
 
 /// The pack narrowing the default one for a device with these packs: their limits, without
 /// those that repeat a default limit or an earlier one; `None` when no limit is left.
-fn narrowing(packs: &[&Value]) -> Option<Value> {
-    let mut seen: Vec<Value> = cookwala::limits::default_pack()
+fn narrowing(base: &Value, packs: &[&Value]) -> Option<Value> {
+    let mut seen: Vec<Value> = base
         .get("limits")
         .and_then(Value::as_array)
         .unwrap_or_default()
@@ -106,6 +108,8 @@ fn narrowing(packs: &[&Value]) -> Option<Value> {
 /// Recipes by id and devices by id, each with aliases (a bundle key, a file stem, an actor id).
 #[derive(Clone, Debug)]
 pub struct Catalog {
+    /// The executor's SafetyLimits pack (the built-in default, or `serve --limits`).
+    pack: Value,
     recipes: BTreeMap<String, Entry>,
     recipe_alias: BTreeMap<String, String>,
     devices: BTreeMap<String, Entry>,
@@ -121,29 +125,69 @@ impl Default for Catalog {
 impl Catalog {
     /// The built-in recipes and devices only.
     pub fn builtin() -> Catalog {
-        let mut c = Catalog {
-            recipes: BTreeMap::new(),
-            recipe_alias: BTreeMap::new(),
-            devices: BTreeMap::new(),
-            device_alias: BTreeMap::new(),
-        };
+        let mut c = Catalog::empty();
         for e in cookwala_sim::builtin::RECIPES {
             if let Some(doc) = cookwala_sim::builtin::recipe(e.id) {
-                c.recipes.insert(
-                    e.id.to_owned(),
-                    Entry { doc, source: "built-in".to_owned(), limits: None },
-                );
+                let (source, name) = ("built-in".to_owned(), e.id.to_owned());
+                c.recipes.insert(e.id.to_owned(), Entry { doc, source, name, limits: None });
             }
         }
         for (id, _) in cookwala_sim::builtin::DEVICES {
             if let Some(doc) = cookwala_sim::builtin::device(id) {
                 c.alias_actor(id, &doc);
-                let limits = narrowing(&doc.get("x-safetyLimits").into_iter().collect::<Vec<_>>());
-                c.devices
-                    .insert((*id).to_owned(), Entry { doc, source: "built-in".to_owned(), limits });
+                let own: Vec<&Value> = doc.get("x-safetyLimits").into_iter().collect();
+                let limits = narrowing(&c.pack, &own);
+                let (source, name) = ("built-in".to_owned(), (*id).to_owned());
+                c.devices.insert((*id).to_owned(), Entry { doc, source, name, limits });
             }
         }
         c
+    }
+
+    /// No recipes and no devices (`serve --no-builtin`), with the built-in default pack.
+    pub fn empty() -> Catalog {
+        Catalog {
+            pack: cookwala::limits::default_pack(),
+            recipes: BTreeMap::new(),
+            recipe_alias: BTreeMap::new(),
+            devices: BTreeMap::new(),
+            device_alias: BTreeMap::new(),
+        }
+    }
+
+    /// Replaces the executor's SafetyLimits pack (the device maker's, `serve --limits`). Every
+    /// device enforces it, narrowed by its own packs: nothing else can widen it. Set it before
+    /// loading files, so narrowing packs are compared with the pack they narrow.
+    ///
+    /// # Errors
+    /// The document is not a valid SafetyLimits pack.
+    pub fn set_pack(&mut self, file: &Path, pack: Value) -> Result<(), CatalogError> {
+        check(file, &pack, "SafetyLimits")?;
+        self.pack = pack;
+        Ok(())
+    }
+
+    /// The executor's SafetyLimits pack, before any device narrows it.
+    pub fn pack(&self) -> &Value {
+        &self.pack
+    }
+
+    /// The names `/v1/tools/recipes` lists, sorted: the bundle key or file stem each recipe
+    /// was loaded under (the upstream hub's names), else its id.
+    pub fn recipe_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.recipes.values().map(|e| e.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The id of the device loaded from `file` (the same file, however it is named), if any.
+    pub fn device_from_file(&self, file: &Path) -> Option<&str> {
+        let wanted = std::fs::canonicalize(file).ok()?;
+        self.devices.iter().find_map(|(id, e)| {
+            let same = std::fs::canonicalize(&e.source).ok().is_some_and(|p| p == wanted);
+            same.then_some(id.as_str())
+        })
     }
 
     /// The recipe with this id, alias or global reference (`cw:authority:id`).
@@ -183,7 +227,7 @@ impl Catalog {
     /// by [`Catalog::device_limits`]).
     pub fn safety_limits(&self, key: &str) -> Option<Value> {
         self.device_id(key)?;
-        Some(effective_limits(self.device_limits(key)))
+        Some(effective_limits(&self.pack, self.device_limits(key)))
     }
 
     /// The canonical id of a device key (id or alias).
@@ -238,7 +282,8 @@ impl Catalog {
             self.recipe_alias.entry(a.to_owned()).or_insert_with(|| id.clone());
         }
         let source = file.display().to_string();
-        self.recipes.insert(id.clone(), Entry { doc, source, limits: None });
+        let name = alias.unwrap_or(&id).to_owned();
+        self.recipes.insert(id.clone(), Entry { doc, source, name, limits: None });
         Ok(id)
     }
 
@@ -272,10 +317,11 @@ impl Catalog {
                 .map_err(|e| fail(file, format!("x-safetyLimits: {}", e.why)))?;
         }
         let packs: Vec<&Value> = bundle_limits.into_iter().chain(own).collect();
-        let limits = narrowing(&packs);
+        let limits = narrowing(&self.pack, &packs);
         self.alias_actor(id, &doc);
         let source = file.display().to_string();
-        self.devices.insert(id.to_owned(), Entry { doc, source, limits });
+        let name = id.to_owned();
+        self.devices.insert(id.to_owned(), Entry { doc, source, name, limits });
         Ok(())
     }
 

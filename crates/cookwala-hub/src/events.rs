@@ -85,6 +85,9 @@ pub struct Execution<'a> {
     pub device: &'a str,
     /// The wall-clock time simulated time 0 maps to.
     pub start_unix_ms: i64,
+    /// Simulated ms per wall ms: an event `at_ms` into the simulation happened at
+    /// `start_unix_ms + at_ms / time_scale` (wall-clock time, like every document time).
+    pub time_scale: f64,
 }
 
 /// Rate-limits progress events: one per quarter of a step (25, 50, 75 and 100 %).
@@ -229,8 +232,11 @@ pub fn from_sim(
 ) -> Vec<Value> {
     let mut out = Vec::new();
     for ev in events {
-        let at = i64::try_from(ev.at_ms).unwrap_or(i64::MAX / 2);
-        let time = cookwala_sim::rfc3339_ms(exe.start_unix_ms.saturating_add(at));
+        let time = cookwala_sim::rfc3339_ms(cookwala_sim::wall_unix_ms(
+            exe.start_unix_ms,
+            exe.time_scale,
+            ev.at_ms,
+        ));
         match &ev.kind {
             EventKind::State { from, to, why } => {
                 state = *to;

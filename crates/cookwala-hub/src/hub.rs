@@ -28,11 +28,27 @@ pub struct HubConfig {
     /// Simulated milliseconds per real millisecond (0 = the clock only moves through
     /// [`Hub::advance`]).
     pub speed: f64,
-    /// An owner token for non-open endpoints (`--token`, `COOKWALA_HUB_TOKEN`). With no
-    /// token here and no [`HubConfig::tokens`], auth is off (tests only).
-    pub token: Option<String>,
-    /// Tokens with roles (a tokens file; see [`crate::auth`]).
+    /// Tokens with roles (a tokens file, `--token`; see [`crate::auth`]). Only their SHA-256
+    /// digests are held, so neither `Debug` nor a log line can show a token. A hub with no
+    /// token refuses to open unless [`HubConfig::no_auth`] says so.
     pub tokens: crate::auth::Tokens,
+    /// Every endpoint open, every caller an anonymous owner (`serve --no-auth`, local
+    /// development with the upstream SDKs, which send no token). Never implied by an empty
+    /// tokens list.
+    pub no_auth: bool,
+    /// The largest request body accepted (413 problem beyond it).
+    pub max_body: usize,
+    /// The most event streams open at once (503 problem beyond it).
+    pub max_streams: usize,
+    /// Unauthenticated incident reports kept this many days.
+    pub incident_retention_days: u32,
+    /// Unauthenticated incident reports accepted per client address per minute (429 beyond).
+    pub incidents_per_minute: u32,
+    /// Browser origins allowed by CORS (`*` for any); empty: no CORS headers.
+    pub cors_origins: Vec<String>,
+    /// The operation vocabulary document served at `/v1/tools/vocab/ops` as it was loaded
+    /// (`serve --vocab`; `None`: the compiled-in vocabulary).
+    pub vocab_ops: Option<Value>,
     /// Keys the hub trusts (`--keys`): it checks agent mandates and recalls with them, publishes
     /// them next to its own, and the verify tool uses them when a client sends none.
     pub trusted_keys: cookwala::keys::KeySet,
@@ -61,8 +77,14 @@ impl Default for HubConfig {
             device_id: cookwala_sim::builtin::DEFAULT_DEVICE.to_owned(),
             catalog: Catalog::builtin(),
             speed: 60.0,
-            token: None,
             tokens: crate::auth::Tokens::new(),
+            no_auth: false,
+            max_body: 1 << 20,
+            max_streams: 64,
+            incident_retention_days: 30,
+            incidents_per_minute: 10,
+            cors_origins: Vec::new(),
+            vocab_ops: None,
             trusted_keys: cookwala::keys::KeySet::new(),
             spec: None,
             key: None,
@@ -85,6 +107,13 @@ pub enum HubError {
     /// The device id is not in the catalog.
     #[error("unknown device {0}")]
     UnknownDevice(String),
+    /// No token is configured and `no_auth` is not set: the hub would silently be open.
+    #[error(
+        "no token is configured, so this hub would accept every request; add one (--token, \
+         COOKWALA_HUB_TOKEN, or an entry in the tokens file) or pass --no-auth (loopback only) \
+         for local development"
+    )]
+    NoAuth,
     /// A blocking task failed.
     #[error("blocking task: {0}")]
     Join(#[from] tokio::task::JoinError),
@@ -102,13 +131,15 @@ pub enum HubError {
 }
 
 /// What is needed to rebuild an execution's simulation (stored with the execution).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct RunConfig {
     pub recipe: String,
     pub device: String,
     pub human_present: bool,
     pub seed: u64,
     pub start_unix_ms: i64,
+    /// Simulated ms per wall ms when it started (1 in rows written before it was stored).
+    pub time_scale: f64,
 }
 
 impl RunConfig {
@@ -119,6 +150,9 @@ impl RunConfig {
         m.insert("humanPresent".into(), self.human_present.into());
         m.insert("seed".into(), self.seed.to_string().into());
         m.insert("startUnixMs".into(), self.start_unix_ms.into());
+        if let Some(scale) = canonical_json::Finite::new(self.time_scale) {
+            m.insert("timeScale".into(), Value::from(scale));
+        }
         Value::Object(m)
     }
 
@@ -130,6 +164,7 @@ impl RunConfig {
             human_present: v.get("humanPresent")?.as_bool()?,
             seed: v.get("seed")?.as_str()?.parse().ok()?,
             start_unix_ms: v.get("startUnixMs")?.as_i64()?,
+            time_scale: v.get("timeScale").and_then(Value::as_f64).unwrap_or(1.0),
         })
     }
 
@@ -151,10 +186,12 @@ impl RunConfig {
             ),
         };
         let mut config = SimConfig::new(recipe, device);
+        config.pack = Some(catalog.pack().clone());
         config.extra_limits = extra_limits;
         config.human_present = self.human_present;
         config.seed = self.seed;
         config.start_unix_ms = self.start_unix_ms;
+        config.time_scale = self.time_scale;
         config.execution_id = rec.id.clone();
         config.request_id = rec.id.clone();
         Some(config)
@@ -259,6 +296,10 @@ pub(crate) struct Inner {
     pub recipe_jcs: BTreeMap<String, String>,
     /// Statuses of final executions already read, by device and id (see [`FinalStatuses`]).
     pub finals: std::sync::Mutex<FinalStatuses>,
+    /// Event streams open now (bounded by [`HubConfig::max_streams`]).
+    pub streams: Arc<std::sync::atomic::AtomicUsize>,
+    /// Unauthenticated incident reports per client address in the current minute.
+    pub incident_rate: std::sync::Mutex<crate::limits::RateWindow>,
 }
 
 /// A bounded cache of final statuses: a final status never changes, so a GET can answer from
@@ -330,6 +371,9 @@ impl Hub {
     /// # Errors
     /// The device is unknown, the storage fails, or the conformance folder cannot be used.
     pub async fn open(storage: Arc<dyn Storage>, config: HubConfig) -> Result<Hub, HubError> {
+        if config.tokens.is_empty() && !config.no_auth {
+            return Err(HubError::NoAuth);
+        }
         let device_id = config
             .catalog
             .device_id(&config.device_id)
@@ -341,7 +385,8 @@ impl Hub {
             .filter_map(|id| {
                 let doc = config.catalog.device(id)?.clone();
                 let extra_limits = config.catalog.device_limits(id).cloned();
-                let limits = crate::catalog::effective_limits(extra_limits.as_ref());
+                let limits =
+                    crate::catalog::effective_limits(config.catalog.pack(), extra_limits.as_ref());
                 let root = id == device_id;
                 let doc_jcs = jcs_text(&doc);
                 let extra_limits_jcs = extra_limits.as_ref().map(jcs_text);
@@ -400,6 +445,8 @@ impl Hub {
                 reserved: std::sync::Mutex::new(Reserved::default()),
                 recipe_jcs,
                 finals: std::sync::Mutex::new(FinalStatuses::default()),
+                streams: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+                incident_rate: std::sync::Mutex::new(crate::limits::RateWindow::default()),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
@@ -582,6 +629,7 @@ fn recovered_events(
         request: status.get("request").and_then(Value::as_str).unwrap_or(&rec.id),
         device: run.as_ref().map_or(device, |r| r.device.as_str()),
         start_unix_ms: run.as_ref().map_or(0, |r| r.start_unix_ms),
+        time_scale: run.as_ref().map_or(1.0, |r| r.time_scale),
     };
     let why = Some("hub restart");
     let mut out = Vec::new();
@@ -660,5 +708,34 @@ mod final_status_tests {
         // Putting the same entry again does not grow the queue.
         c.put("hob", &last, 3, axum::body::Bytes::from_static(b"{}"));
         assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
+    }
+}
+
+impl Hub {
+    /// Deletes the incident reports clients posted once they are older than
+    /// [`HubConfig::incident_retention_days`]: at start and then hourly.
+    pub fn spawn_incident_pruning(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let days = i64::from(self.inner.config.incident_retention_days);
+        let hub = self.clone();
+        Some(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(std::time::Duration::from_secs(3600));
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                let before = crate::unix_ms().saturating_sub(days.saturating_mul(86_400_000));
+                if let Err(e) = hub.db(move |s| s.prune_reports(before)).await {
+                    crate::note(format_args!("cookwala hub: pruning incident reports: {e:?}"));
+                }
+            }
+        }))
+    }
+}
+
+impl Hub {
+    /// Simulated ms per wall ms for new executions: the configured speed, or 1 when the clock
+    /// only moves through [`Hub::advance`] (tests).
+    pub(crate) fn time_scale(&self) -> f64 {
+        let speed = self.inner.config.speed;
+        if speed.is_finite() && speed > 0.0 { speed } else { 1.0 }
     }
 }

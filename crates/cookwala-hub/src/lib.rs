@@ -33,6 +33,7 @@ pub mod error;
 pub mod events;
 mod hub;
 pub mod identity;
+mod limits;
 pub mod openapi;
 pub mod privacy;
 mod recalls;
@@ -77,12 +78,14 @@ pub async fn serve(
     let mut tasks: Vec<_> = hub.spawn_clock().into_iter().collect();
     tasks.extend(hub.spawn_heartbeat());
     tasks.extend(hub.spawn_webhooks());
+    tasks.extend(hub.spawn_incident_pruning());
     let closer = hub.clone();
     let shutdown = async move {
         shutdown.await;
         closer.close_event_streams();
     };
-    let res = axum::serve(listener, app(hub)).with_graceful_shutdown(shutdown).await;
+    let service = app(hub).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    let res = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
     for t in tasks {
         t.abort();
     }

@@ -63,6 +63,7 @@ async fn events(
     query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
+    let slot = crate::limits::StreamSlot::take(&hub.inner.streams, hub.inner.config.max_streams)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
     let last = headers
         .get("last-event-id")
@@ -97,6 +98,7 @@ async fn events(
         position: start,
         filter,
         queue: VecDeque::new(),
+        _slot: slot,
     };
     let stream = futures_util::stream::unfold(state, |mut st| async move {
         let event = st.next().await?;
@@ -107,6 +109,8 @@ async fn events(
 }
 
 struct Stream {
+    /// Its place among the open streams, freed when the stream is dropped.
+    _slot: crate::limits::StreamSlot,
     hub: Hub,
     position: u64,
     filter: Filter,

@@ -287,6 +287,13 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Any backend failure.
     fn incident_count(&self) -> Result<u64, StorageError>;
 
+    /// Deletes the incident reports clients posted (never what the hub recorded itself)
+    /// received before `before_ms`; returns how many.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn prune_reports(&self, before_ms: i64) -> Result<u64, StorageError>;
+
     /// Every stored recall (JCS text), oldest `issuedAt` first (ties by id).
     ///
     /// # Errors
@@ -340,7 +347,7 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
 }
 
 /// The schema version this hub writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1
@@ -405,6 +412,10 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE executions ADD COLUMN recipe_doc TEXT;
      ALTER TABLE executions ADD COLUMN device_doc TEXT;
      ALTER TABLE executions ADD COLUMN limits_doc TEXT;",
+    // 4 -> 5: incident reports posted by clients (kept for a retention period) apart from
+    // what the hub itself recorded.
+    "ALTER TABLE incidents ADD COLUMN reported INTEGER NOT NULL DEFAULT 0;
+     CREATE INDEX incidents_reported ON incidents(reported, received_ms);",
 ];
 
 /// SQLite storage (one connection behind a mutex; WAL, `synchronous = FULL`).
@@ -709,7 +720,7 @@ impl Storage for SqliteStorage {
         let mut conn = self.conn.lock()?;
         let tx = conn.transaction()?;
         tx.execute(
-            "INSERT INTO incidents (id, body, received_ms) VALUES (?1, ?2, ?3)",
+            "INSERT INTO incidents (id, body, received_ms, reported) VALUES (?1, ?2, ?3, 1)",
             params![id, body, now_ms()],
         )?;
         if let Some(idem) = idem {
@@ -717,6 +728,15 @@ impl Storage for SqliteStorage {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    fn prune_reports(&self, before_ms: i64) -> Result<u64, StorageError> {
+        let conn = self.conn.lock()?;
+        let n = conn.execute(
+            "DELETE FROM incidents WHERE reported = 1 AND received_ms < ?1",
+            params![before_ms],
+        )?;
+        Ok(u64::try_from(n).unwrap_or(0))
     }
 
     fn incident_count(&self) -> Result<u64, StorageError> {

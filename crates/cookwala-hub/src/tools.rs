@@ -8,7 +8,8 @@
 //!   and `validate`; `sms`, `constraints` and `humanitarian` (profiles this hub does not
 //!   implement) answer 501, any other name 404.
 //!
-//! Every tool needs the bearer token. Arguments are checked field by field: a missing or
+//! The tools are open, like capabilities: they compute over what the request sends and what
+//! the catalog holds, and change nothing. Arguments are checked field by field: a missing or
 //! mistyped field is a 400 problem naming it, never a 500.
 
 use axum::Router;
@@ -22,7 +23,7 @@ use cookwala::documents::{self, KINDS};
 use cookwala::signature::SignedKind;
 use cookwala::vocab::{Band, Op, Vocabulary};
 
-use crate::api::{authorize, doc_response, parse_object};
+use crate::api::{doc_response, parse_object};
 use crate::error::ApiError;
 use crate::hub::Hub;
 
@@ -40,14 +41,30 @@ pub const NOT_IMPLEMENTED: [&str; 3] = ["sms", "constraints", "humanitarian"];
 /// [`crate::app`]).
 pub(crate) fn routes() -> Router<Hub> {
     Router::new()
-        .route("/", get(index))
-        .route("/v1", get(index))
         .route("/v1/tools/recipes", get(recipes))
         .route("/v1/tools/recipes/{id}", get(recipe))
         .route("/v1/tools/devices", get(devices))
         .route("/v1/tools/vocab/ops", get(vocab_ops))
         .route("/v1/tools/registry", get(registry))
         .route("/v1/tools/{tool}", post(tool))
+}
+
+/// The `{id}` of `/v1/tools/recipes/{id}` (a struct, so the `{device}` of a nested route is
+/// ignored).
+#[derive(Debug, serde::Deserialize)]
+struct RecipePath {
+    id: String,
+}
+
+/// The `{tool}` of `/v1/tools/{tool}`.
+#[derive(Debug, serde::Deserialize)]
+struct ToolPath {
+    tool: String,
+}
+
+/// The index at `/` and `/v1`.
+pub(crate) fn index_routes() -> Router<Hub> {
+    Router::new().route("/", get(index)).route("/v1", get(index))
 }
 
 /// A JSON answer that is not a Cookwala document (`application/json`).
@@ -85,20 +102,19 @@ async fn index(State(hub): State<Hub>) -> Response {
 
 // ---- catalog views
 
-async fn recipes(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
-    let ids = hub.inner.config.catalog.recipe_ids();
+async fn recipes(State(hub): State<Hub>) -> Result<Response, ApiError> {
+    // Listed under the names the upstream hub uses (bundle key or file stem); the ids are
+    // accepted at `/v1/tools/recipes/{id}` too.
+    let names = hub.inner.config.catalog.recipe_names();
     let mut m = Map::new();
-    m.insert("recipes".into(), Value::Array(ids.into_iter().map(Value::from).collect()));
+    m.insert("recipes".into(), Value::Array(names.into_iter().map(Value::from).collect()));
     Ok(doc_response(StatusCode::OK, &Value::Object(m)))
 }
 
 async fn recipe(
     State(hub): State<Hub>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
+    Path(RecipePath { id }): Path<RecipePath>,
 ) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
     let doc = hub
         .inner
         .config
@@ -110,8 +126,7 @@ async fn recipe(
 }
 
 /// `{devices: {id: capabilities}}`: every device of the catalog.
-async fn devices(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
+async fn devices(State(hub): State<Hub>) -> Result<Response, ApiError> {
     let catalog = &hub.inner.config.catalog;
     let devices: Map = catalog
         .device_ids()
@@ -123,9 +138,13 @@ async fn devices(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response,
 }
 
 /// The operation vocabulary the hub plans with, in the shape of the standard's `vocab/ops.json`.
-async fn vocab_ops(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
-    Ok(doc_response(StatusCode::OK, &ops_document(Vocabulary::builtin())))
+async fn vocab_ops(State(hub): State<Hub>) -> Result<Response, ApiError> {
+    // The standard's file as it was loaded (`serve --vocab`), in its own order; else the
+    // compiled-in vocabulary in the same shape.
+    match &hub.inner.config.vocab_ops {
+        Some(doc) => Ok(doc_response(StatusCode::OK, doc)),
+        None => Ok(doc_response(StatusCode::OK, &ops_document(Vocabulary::builtin()))),
+    }
 }
 
 /// `{name: "ops", version, entries}` with what the vocabulary holds for each op (ids,
@@ -205,8 +224,7 @@ fn op_value(op: &Op) -> Value {
 /// A registry-shaped listing of what this hub holds. A hub is not a registry (RFC-0002): the
 /// entries are local pointers, nothing is verified, and `hash` is the Cookwala document hash
 /// a client puts in `recipeHash` (not a registry's file `sha256`).
-async fn registry(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
+async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
     let catalog = &hub.inner.config.catalog;
     let entry = |kind: &str, name: &str, url: String, doc: &Value| {
         let mut e = Map::new();
@@ -266,10 +284,9 @@ async fn registry(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response
 async fn tool(
     State(hub): State<Hub>,
     headers: HeaderMap,
-    Path(name): Path<String>,
+    Path(ToolPath { tool: name }): Path<ToolPath>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
     if NOT_IMPLEMENTED.contains(&name.as_str()) {
         return Err(ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -423,9 +440,9 @@ fn dryrun(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
             (root.doc.clone(), root.limits.clone())
         }
         (Some(doc), Some(id)) => {
-            (doc, catalog.safety_limits(id).unwrap_or_else(cookwala::limits::default_pack))
+            (doc, catalog.safety_limits(id).unwrap_or_else(|| catalog.pack().clone()))
         }
-        (Some(doc), None) => (doc, cookwala::limits::default_pack()),
+        (Some(doc), None) => (doc, catalog.pack().clone()),
     };
     let human_present = flag(args, "humanPresent", false)?;
     let allow_model = flag(args, "allowModel", true)?;

@@ -32,6 +32,19 @@ impl PlanStep {
             })
             .collect()
     }
+
+    /// The row as the dry run shows it: `{node, op, by, verifiedBy, rung?}`.
+    pub fn to_value(&self) -> Value {
+        let mut r = canonical_json::Map::new();
+        r.insert("node".into(), self.node.as_str().into());
+        r.insert("op".into(), self.op.as_str().into());
+        r.insert("by".into(), if self.by_human { "human" } else { "device" }.into());
+        r.insert("verifiedBy".into(), self.verified_by.as_str().into());
+        if let Some(rung) = &self.rung {
+            r.insert("rung".into(), rung.as_str().into());
+        }
+        Value::Object(r)
+    }
 }
 
 /// A fault to inject.
@@ -101,6 +114,14 @@ pub struct SimConfig {
     pub execution_id: String,
     /// ExecutionStatus `request` (the ExecuteRequest id).
     pub request_id: String,
+    /// Simulated milliseconds per wall-clock millisecond (the hub's `--speed`; 1 when the
+    /// simulation is its own clock). Every time a document says (`updatedAt`, `eta`, readings'
+    /// `at`, the log's `startedAt`/`endedAt`) is wall-clock time: `start_unix_ms` plus
+    /// simulated ms divided by this. Simulated elapsed time stays in `x-sim`.
+    pub time_scale: f64,
+    /// The SafetyLimits pack the executor enforces (the device maker's, `serve --limits`);
+    /// `None` is the built-in default pack. `extra_limits` can only narrow it.
+    pub pack: Option<Value>,
     /// A plan made by the caller; `None` runs the dry run here.
     pub plan: Option<Vec<PlanStep>>,
     /// A refusal the caller already decided (an executor precheck such as
@@ -125,6 +146,8 @@ impl SimConfig {
             seed: 1,
             faults: Vec::new(),
             start_unix_ms: 1_767_225_600_000,
+            time_scale: 1.0,
+            pack: None,
             execution_id: "sim-1".to_owned(),
             request_id: "sim-1-request".to_owned(),
             plan: None,

@@ -144,6 +144,18 @@ pub(crate) fn num(x: f64) -> Value {
     }
 }
 
+/// The wall-clock time (ms since the Unix epoch) of simulated time `at_ms` for a simulation
+/// that started at `start_unix_ms` and runs `time_scale` simulated ms per wall ms.
+pub fn wall_unix_ms(start_unix_ms: i64, time_scale: f64, at_ms: u64) -> i64 {
+    let scale = if time_scale.is_finite() && time_scale > 0.0 { time_scale } else { 1.0 };
+    // Exact for the integral scales the hub uses; rounding, never truncation, otherwise.
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    let wall = (at_ms as f64 / scale).round();
+    #[allow(clippy::cast_possible_truncation)]
+    let wall = if wall.is_finite() && wall < 9.0e15 { wall as i64 } else { i64::MAX / 2 };
+    start_unix_ms.saturating_add(wall)
+}
+
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` for milliseconds since the Unix epoch (proleptic Gregorian).
 pub fn rfc3339_ms(unix_ms: i64) -> String {
     let secs = unix_ms.div_euclid(1000);

@@ -16,7 +16,7 @@ use crate::physics::{Body, Contents, Plant, PlantSpec};
 use crate::rng::Rng;
 use crate::steps::{self, Heater, StepSpec};
 use crate::trace::{Trace, TracePoint, TraceStep};
-use crate::{num, rfc3339_ms};
+use crate::{num, rfc3339_ms, wall_unix_ms};
 
 /// The simulator's physics step (ms).
 pub const TICK_MS: u64 = 100;
@@ -113,6 +113,8 @@ pub struct Simulation {
     execution_id: String,
     request_id: String,
     start_unix_ms: i64,
+    /// Simulated ms per wall ms (see [`SimConfig::time_scale`]).
+    time_scale: f64,
     human_present: bool,
     allow_model: bool,
     publish_every_ms: u64,
@@ -162,6 +164,8 @@ pub struct Simulation {
     safety_details: Vec<Value>,
     step_details: Vec<Value>,
     human_interventions: Vec<Value>,
+    /// Who confirmed each human step, when the caller said (`x-confirmedBy` in the log).
+    confirmations: Vec<Value>,
     incidents: Vec<Value>,
     trace: Trace,
     status: Value,
@@ -193,7 +197,7 @@ impl Simulation {
     /// start time the calendar cannot represent.
     pub fn new(config: SimConfig) -> Result<Simulation, SimError> {
         let vocab = Vocabulary::builtin();
-        let pack = cookwala::limits::default_pack();
+        let pack = config.pack.clone().unwrap_or_else(cookwala::limits::default_pack);
         let limits_doc = match &config.extra_limits {
             Some(extra) => cookwala::limits::narrow(&pack, extra),
             None => pack,
@@ -312,6 +316,11 @@ impl Simulation {
             execution_id: config.execution_id,
             request_id: config.request_id,
             start_unix_ms: config.start_unix_ms,
+            time_scale: if config.time_scale.is_finite() && config.time_scale > 0.0 {
+                config.time_scale
+            } else {
+                1.0
+            },
             human_present: config.human_present,
             allow_model: config.allow_model,
             publish_every_ms: config.publish_every_ms.max(TICK_MS),
@@ -353,6 +362,7 @@ impl Simulation {
             safety_details: Vec::new(),
             step_details: Vec::new(),
             human_interventions: Vec::new(),
+            confirmations: Vec::new(),
             incidents: Vec::new(),
             trace,
             status: Value::Null,
@@ -392,9 +402,19 @@ impl Simulation {
     }
 
     /// The wall-clock start (milliseconds since the Unix epoch) that simulated time 0 maps to;
-    /// an event at `at_ms` happened at `start_unix_ms() + at_ms`.
+    /// an event at `at_ms` happened at [`Simulation::wall_unix_ms`]`(at_ms)`.
     pub fn start_unix_ms(&self) -> i64 {
         self.start_unix_ms
+    }
+
+    /// Simulated ms per wall-clock ms.
+    pub fn time_scale(&self) -> f64 {
+        self.time_scale
+    }
+
+    /// The wall-clock time (ms since the Unix epoch) of simulated time `at_ms`.
+    pub fn wall_unix_ms(&self, at_ms: u64) -> i64 {
+        wall_unix_ms(self.start_unix_ms, self.time_scale, at_ms)
     }
 
     /// True in `refused`, `stopped`, `completed` and `failed`.
@@ -516,13 +536,23 @@ impl Simulation {
     /// # Errors
     /// [`SimError::WrongState`] in any other state.
     pub fn resume(&mut self) -> Result<Vec<SimEvent>, SimError> {
+        self.resume_by(None).map(|(events, _)| events)
+    }
+
+    /// [`Simulation::resume`] on behalf of `by` (the principal the log names for a human
+    /// confirmation), also returning the status as it was when the execution moved to
+    /// `running` — what a resume answers, even when the confirmed step then ends at once.
+    ///
+    /// # Errors
+    /// [`SimError::WrongState`] unless `paused` or `needs_human`.
+    pub fn resume_by(&mut self, by: Option<&str>) -> Result<(Vec<SimEvent>, Value), SimError> {
         match self.state {
             S::Paused => {
                 let mut out = Vec::new();
                 self.set_state(S::Running, None, &mut out);
-                Ok(out)
+                Ok((out, self.status()))
             }
-            S::NeedsHuman => self.confirm_human(),
+            S::NeedsHuman => self.confirm_human_as(by),
             _ => Err(self.wrong("resume")),
         }
     }
@@ -533,21 +563,32 @@ impl Simulation {
     /// # Errors
     /// [`SimError::WrongState`] unless `needs_human`.
     pub fn confirm_human(&mut self) -> Result<Vec<SimEvent>, SimError> {
+        self.confirm_human_as(None).map(|(events, _)| events)
+    }
+
+    fn confirm_human_as(&mut self, by: Option<&str>) -> Result<(Vec<SimEvent>, Value), SimError> {
         if self.state != S::NeedsHuman {
             return Err(self.wrong("confirm"));
         }
         let mut out = Vec::new();
         let at = self.stamp(self.now_ms);
         let mut record = Map::new();
-        record.insert("at".into(), at.into());
+        record.insert("at".into(), at.as_str().into());
+        if let Some(who) = by {
+            let mut c = Map::new();
+            c.insert("at".into(), at.as_str().into());
+            c.insert("by".into(), who.into());
+            self.confirmations.push(Value::Object(c));
+        }
         let performed = self.step.as_ref().is_some_and(|r| self.specs[r.idx].row.by_human);
         record.insert("kind".into(), if performed { "assist" } else { "confirm" }.into());
         self.human_interventions.push(Value::Object(record));
         self.human_why = None;
         self.set_state(S::Running, None, &mut out);
+        let moved = self.status();
         if std::mem::take(&mut self.pending_completion) {
             self.next_step(self.specs.len(), &mut out);
-            return Ok(out);
+            return Ok((out, moved));
         }
         let finish_step = self.step.as_ref().is_some_and(|r| r.waiting_human);
         if finish_step {
@@ -556,7 +597,7 @@ impl Simulation {
             }
             self.end_step(&mut out);
         }
-        Ok(out)
+        Ok((out, moved))
     }
 
     fn wrong(&self, action: &'static str) -> SimError {
@@ -1591,8 +1632,7 @@ impl Simulation {
     }
 
     fn stamp(&self, ms: u64) -> String {
-        let ms = i64::try_from(ms).unwrap_or(i64::MAX / 2);
-        rfc3339_ms(self.start_unix_ms.saturating_add(ms))
+        rfc3339_ms(self.wall_unix_ms(ms))
     }
 
     /// Increments `seq` and rebuilds the published status.
@@ -1742,6 +1782,9 @@ impl Simulation {
         }
         m.insert("safetyEvents".into(), Value::Array(safety));
         m.insert("humanInterventions".into(), Value::Array(self.human_interventions.clone()));
+        if !self.confirmations.is_empty() {
+            m.insert("x-confirmedBy".into(), Value::Array(self.confirmations.clone()));
+        }
         m.insert("energyKwh".into(), num(self.plant.energy_j / 3.6e6));
         let mut consent = Map::new();
         consent.insert("dataset".into(), "none".into());

@@ -40,6 +40,30 @@ const LIMITS: &[Row] = &[
     ("input.untrusted", "untrusted_input", "alert", (None, &[], None), None, None, None, None),
 ];
 
+/// Which authority each number of the default pack comes from (the standard's `source` of each
+/// limit: a citation, a fact about the number, kept as the standard gives it).
+fn source(id: &str) -> &'static str {
+    match id {
+        "oil.max_temp" => "Common frying-oil smoke points; fire-safety practice",
+        "pan.max_surface" => {
+            "Cookware safety practice (non-stick coatings degrade above about 260 °C)"
+        }
+        "pressure.max" => "Appliance safety practice",
+        "core.poultry" => "USDA FSIS safe minimum internal temperatures; WHO Five Keys (70 °C)",
+        "core.ground_meat" => "USDA FSIS safe minimum internal temperatures",
+        "core.egg_dishes" => {
+            "USDA FSIS; recipe may declare a lower target only for non-vulnerable diners"
+        }
+        "core.reheat" => "USDA FSIS",
+        "hold.hot" => "WHO Five Keys to Safer Food",
+        "cool.two_stage" => "US FDA Food Code cooling rule (adapted)",
+        "allergen.block" => "Codex CXS 1-1985 allergen declaration; Cookwala Core requirement",
+        "stop.local" => "Cookwala Core requirement (design target)",
+        "input.untrusted" => "Cookwala Core requirement; OWASP LLM01",
+        _ => "Cookwala Core requirement",
+    }
+}
+
 fn number(x: f64) -> Value {
     if x.fract() == 0.0 && x.abs() < 1e15 {
         // Whole numbers are written as integers, as in the standard's pack.
@@ -58,7 +82,7 @@ pub fn default_pack() -> Value {
         m.insert("id".into(), id.into());
         m.insert("kind".into(), kind.into());
         m.insert("action".into(), action.into());
-        m.insert("source".into(), "cookwala-rs built-in copy of the Core 0.2 default pack".into());
+        m.insert("source".into(), source(id).into());
         let mut applies = Map::new();
         if let Some(md) = medium {
             applies.insert("medium".into(), md.into());

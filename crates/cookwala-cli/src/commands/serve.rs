@@ -33,9 +33,14 @@ pub struct ServeArgs {
     /// Simulated time runs N times real time
     #[arg(long, default_value_t = 60.0)]
     pub speed: f64,
-    /// An extra owner token (else the environment variable COOKWALA_HUB_TOKEN)
+    /// An extra owner token, at least 16 characters (else the environment variable
+    /// COOKWALA_HUB_TOKEN)
     #[arg(long)]
     pub token: Option<String>,
+    /// Open every endpoint without a token, for local development with the upstream SDKs
+    /// (which send none). Refused unless --addr is a loopback address
+    #[arg(long)]
+    pub no_auth: bool,
     /// The tokens file with roles (default DATA/tokens.json; created on first start)
     #[arg(long, value_name = "FILE")]
     pub tokens: Option<PathBuf>,
@@ -80,6 +85,32 @@ pub struct ServeArgs {
     /// Seconds between device heartbeats on the event stream (0: none)
     #[arg(long, value_name = "N", default_value_t = 30)]
     pub heartbeat_secs: u64,
+    /// The SafetyLimits pack this executor enforces (the device maker's; e.g. the standard's
+    /// profiles/core/safety-limits.default.json). Device and bundle packs only narrow it.
+    /// Default: the built-in copy of the standard's default pack
+    #[arg(long, value_name = "FILE")]
+    pub limits: Option<PathBuf>,
+    /// The standard's vocabulary folder (ops.json, units.json): /v1/tools/vocab/ops serves
+    /// its ops.json as it is, in the file's order
+    #[arg(long, value_name = "DIR")]
+    pub vocab: Option<PathBuf>,
+    /// Serve only the recipes and devices loaded with --bundle, --recipes, --devices and
+    /// --device, not the built-in ones
+    #[arg(long)]
+    pub no_builtin: bool,
+    /// The largest request body accepted, in bytes (a 413 problem beyond it)
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// The most event streams (SSE) open at once (a 503 problem beyond it)
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_streams: usize,
+    /// Days to keep the incident reports clients post without a token
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub incident_retention_days: u32,
+    /// Allow browser pages from ORIGIN (e.g. http://localhost:5173, or * for any) to call the
+    /// hub: CORS preflights are answered and ETag is exposed; repeatable
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
 }
 
 /// The webhooks, all signed with the secret from `--webhook-secret-file` (trailing newline
@@ -109,7 +140,13 @@ fn webhooks(args: &ServeArgs) -> Result<Vec<Webhook>> {
 /// The built-in catalog plus `--bundle`, `--recipes` and `--devices`, and the id of the root
 /// device (`--device` names a catalog device, else is read as a capabilities file).
 fn build_catalog(args: &ServeArgs) -> Result<(Catalog, String, usize, usize)> {
-    let mut catalog = Catalog::builtin();
+    let mut catalog = if args.no_builtin { Catalog::empty() } else { Catalog::builtin() };
+    if let Some(file) = &args.limits {
+        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+        let pack = canonical_json::parse(&bytes)
+            .with_context(|| format!("--limits: {} is not valid JSON", file.display()))?;
+        catalog.set_pack(file, pack).context("--limits")?;
+    }
     let (mut n_recipes, mut n_devices) = (0, 0);
     if let Some(b) = &args.bundle {
         let (r, d) = catalog.load_bundle(b).context("--bundle")?;
@@ -122,11 +159,26 @@ fn build_catalog(args: &ServeArgs) -> Result<(Catalog, String, usize, usize)> {
     for dir in &args.devices {
         n_devices += catalog.load_device_dir(dir).context("--devices")?.len();
     }
+    let as_file = Path::new(&args.device);
     let device = match catalog.device_id(&args.device) {
         Some(id) => id.to_owned(),
-        None if Path::new(&args.device).is_file() => {
+        // A file already loaded by --devices or --bundle is that device.
+        None if as_file.is_file() && catalog.device_from_file(as_file).is_some() => {
+            catalog.device_from_file(as_file).unwrap_or_default().to_owned()
+        }
+        None if as_file.is_file() => {
             n_devices += 1;
             catalog.load_device_file(Path::new(&args.device)).context("--device")?
+        }
+        None if args.no_builtin && catalog.device_ids().next().is_none() => {
+            bail!(
+                "--no-builtin leaves no device: load some with --devices, --bundle or --device FILE"
+            )
+        }
+        None if args.no_builtin && args.device == cookwala_sim::builtin::DEFAULT_DEVICE => {
+            // The default root device is built in; without it, the first loaded one serves
+            // the root.
+            catalog.device_ids().next().unwrap_or_default().to_owned()
         }
         None => {
             let ids: Vec<&str> = catalog.device_ids().collect();
@@ -172,10 +224,18 @@ fn resolve_tokens(
     arg: Option<String>,
     file: Option<PathBuf>,
     data: &Path,
-) -> Result<(Option<String>, Tokens, String)> {
+) -> Result<(Tokens, String)> {
     let extra = arg
         .filter(|t| !t.is_empty())
         .or_else(|| std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()));
+    if let Some(t) = &extra
+        && t.chars().count() < cookwala_hub::auth::MIN_TOKEN_LEN
+    {
+        bail!(
+            "--token / {TOKEN_ENV} is shorter than {} characters; use a longer one",
+            cookwala_hub::auth::MIN_TOKEN_LEN
+        );
+    }
     let path = file.unwrap_or_else(|| data.join("tokens.json"));
     let created = if path.exists() {
         false
@@ -196,7 +256,7 @@ fn resolve_tokens(
     let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
     let doc = canonical_json::parse(&bytes)
         .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    let tokens = Tokens::parse(&doc).with_context(|| format!("{}", path.display()))?;
+    let mut tokens = Tokens::parse(&doc).with_context(|| format!("{}", path.display()))?;
     #[cfg(unix)]
     if let Ok(meta) = std::fs::metadata(&path) {
         use std::os::unix::fs::PermissionsExt;
@@ -215,10 +275,19 @@ fn resolve_tokens(
         path.display(),
         if roles.is_empty() { "none".to_owned() } else { roles.join(", ") }
     );
-    if extra.is_some() {
+    if let Some(t) = &extra {
+        let entry = cookwala_hub::auth::TokenEntry::new(
+            "owner (--token)",
+            cookwala_hub::auth::Role::Owner,
+            t,
+            None,
+        );
+        if tokens.find(t).is_none() {
+            tokens.push(entry);
+        }
         note.push_str(&format!("\n  plus an owner token from --token / {TOKEN_ENV}"));
     }
-    Ok((extra, tokens, note))
+    Ok((tokens, note))
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -290,6 +359,23 @@ fn served_spec(spec: Option<&Path>, schemas: Option<&Path>) -> Result<Option<Str
     Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
+/// The standard's `ops.json` from `dir`, checked by reading it (with `units.json`) as a
+/// vocabulary.
+fn load_vocab(dir: &Path) -> Result<canonical_json::Value> {
+    let read = |name: &str| -> Result<canonical_json::Value> {
+        let file = dir.join(name);
+        let bytes =
+            std::fs::read(&file).with_context(|| format!("--vocab: reading {}", file.display()))?;
+        canonical_json::parse(&bytes)
+            .with_context(|| format!("--vocab: {} is not valid JSON", file.display()))
+    };
+    let ops = read("ops.json")?;
+    let units = read("units.json")?;
+    cookwala::vocab::Vocabulary::from_json(&ops, &units)
+        .with_context(|| format!("--vocab: {} is not a Cookwala vocabulary", dir.display()))?;
+    Ok(ops)
+}
+
 /// Runs the hub until Ctrl-C.
 ///
 /// # Errors
@@ -298,7 +384,21 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     if !(args.speed.is_finite() && args.speed > 0.0) {
         bail!("--speed must be a positive number");
     }
+    if args.no_auth && !args.addr.ip().is_loopback() {
+        bail!(
+            "--no-auth opens every endpoint to anyone who can reach {}; it is only allowed on a \
+             loopback address (e.g. --addr 127.0.0.1:7878)",
+            args.addr
+        );
+    }
+    if args.max_body == 0 || args.max_streams == 0 {
+        bail!("--max-body and --max-streams must be at least 1");
+    }
     let (catalog, device, n_recipes, n_devices) = build_catalog(&args)?;
+    let vocab_ops = match &args.vocab {
+        Some(dir) => Some(load_vocab(dir)?),
+        None => None,
+    };
     let devices_note = devices_note(&catalog, &device);
     let hooks = webhooks(&args)?;
     let n_hooks = hooks.len();
@@ -307,7 +407,20 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         None => default_data_dir()?,
     };
     create_private_dir(&data)?;
-    let (token, tokens, token_note) = resolve_tokens(args.token, args.tokens, &data)?;
+    let (tokens, mut token_note) = resolve_tokens(args.token, args.tokens, &data)?;
+    if tokens.is_empty() && !args.no_auth {
+        bail!(
+            "no token: the tokens file holds none and neither --token nor {TOKEN_ENV} gives one, \
+             so this hub would accept every request. Add an entry to the tokens file (e.g. \
+             {{\"name\": \"owner\", \"role\": \"owner\", \"token\": \"<16+ characters>\"}}), pass \
+             --token, or pass --no-auth (loopback only) for local development"
+        );
+    }
+    if args.no_auth {
+        token_note = "WARNING: --no-auth: every endpoint is open to every local process, \
+                      with an owner's rights; for local development only"
+            .to_owned();
+    }
     let spec = served_spec(args.spec.as_deref(), args.schemas.as_deref())?;
     let trusted_keys = crate::commands::keys::load_keys(&args.keys).context("--keys")?;
     let key_file = data.join(cookwala_hub::identity::HUB_KEY_FILE);
@@ -321,8 +434,13 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         device_id: device.clone(),
         catalog,
         speed: args.speed,
-        token,
         tokens,
+        no_auth: args.no_auth,
+        max_body: args.max_body,
+        max_streams: args.max_streams,
+        incident_retention_days: args.incident_retention_days,
+        cors_origins: args.cors_origins.clone(),
+        vocab_ops,
         spec,
         key: Some(key.clone()),
         trusted_keys,

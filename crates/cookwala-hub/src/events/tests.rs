@@ -6,8 +6,13 @@ use cookwala_sim::{EventKind, SimConfig, SimEvent, Simulation};
 
 use super::*;
 
-const EXE: Execution<'static> =
-    Execution { id: "ex-1", request: "ex-1", device: "sim-hob-robot", start_unix_ms: 0 };
+const EXE: Execution<'static> = Execution {
+    id: "ex-1",
+    request: "ex-1",
+    device: "sim-hob-robot",
+    start_unix_ms: 0,
+    time_scale: 1.0,
+};
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()

@@ -49,13 +49,8 @@ pub async fn hub_with_roles() -> Hub {
 
 /// A hub with the test tokens and the principal's key trusted, on `storage`.
 pub async fn hub_with_roles_on(storage: Arc<dyn Storage>) -> Hub {
-    let config = HubConfig {
-        speed: 0.0,
-        token: None,
-        tokens: tokens(),
-        trusted_keys: trusted(),
-        ..HubConfig::default()
-    };
+    let config =
+        HubConfig { speed: 0.0, tokens: tokens(), trusted_keys: trusted(), ..HubConfig::default() };
     Hub::open(storage, config).await.unwrap()
 }
 
@@ -77,7 +72,7 @@ pub fn as_(token: &str, method: &str, path: &str, key: Option<&str>, body: &str)
 
 /// An ExecuteRequest from `by`, with `mandate` (a JSON object text) when given.
 fn agent_request(id: &str, by: &str, mandate: Option<&Value>) -> String {
-    let mut req = json(&request(id, "red-lentil-soup", true));
+    let mut req = json(&request(id, "red-lentil-soup", false));
     let m = req.as_object_mut().unwrap();
     m.insert("requestedBy".into(), by.into());
     if let Some(md) = mandate {

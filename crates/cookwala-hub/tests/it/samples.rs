@@ -33,7 +33,7 @@ async fn upstream_sample_demo_runs_against_the_hub() {
     let storage = Arc::new(SqliteStorage::in_memory().unwrap());
     let config = HubConfig {
         speed: 100_000.0,
-        token: Some(TOKEN.to_owned()),
+        tokens: cookwala_hub::auth::Tokens::owner(TOKEN),
         device_id: "demo-hob-robot".to_owned(),
         catalog,
         ..HubConfig::default()

@@ -34,7 +34,7 @@ async fn schemathesis_finds_nothing() {
     let storage = Arc::new(SqliteStorage::in_memory().unwrap());
     let config = HubConfig {
         speed: 1000.0,
-        token: Some(TOKEN.to_owned()),
+        tokens: cookwala_hub::auth::Tokens::owner(TOKEN),
         spec: Some(text),
         ..HubConfig::default()
     };

@@ -20,8 +20,11 @@ async fn serves_on_port_zero_and_shuts_down() {
     let storage = std::sync::Arc::new(
         cookwala_hub::storage::SqliteStorage::open(&dir.path().join("hub.sqlite3")).unwrap(),
     );
-    let config =
-        HubConfig { speed: 1_000.0, token: Some(TOKEN.to_owned()), ..HubConfig::default() };
+    let config = HubConfig {
+        speed: 1_000.0,
+        tokens: cookwala_hub::auth::Tokens::owner(TOKEN),
+        ..HubConfig::default()
+    };
     let hub = cookwala_hub::Hub::open(storage, config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

@@ -14,7 +14,11 @@ use tower::ServiceExt;
 pub const TOKEN: &str = "test-token-123";
 
 pub fn config() -> HubConfig {
-    HubConfig { speed: 0.0, token: Some(TOKEN.to_owned()), ..HubConfig::default() }
+    HubConfig {
+        speed: 0.0,
+        tokens: cookwala_hub::auth::Tokens::owner(TOKEN),
+        ..HubConfig::default()
+    }
 }
 
 pub async fn hub_in_memory() -> Hub {

@@ -376,7 +376,7 @@ async fn validate_maps_upstream_schema_names_to_our_kinds() {
 }
 
 #[tokio::test]
-async fn profile_tools_are_501_unknown_tools_404_and_all_need_the_token() {
+async fn profile_tools_are_501_unknown_tools_404_and_tools_are_open() {
     let app = default_app().await;
     for name in ["sms", "constraints", "humanitarian"] {
         let r = tool(&app, name, &parse(r#"{"text":"x"}"#)).await;
@@ -389,12 +389,22 @@ async fn profile_tools_are_501_unknown_tools_404_and_all_need_the_token() {
         StatusCode::NOT_FOUND,
         "frobnicate",
     );
-    for name in ["hash", "sms", "frobnicate"] {
-        let req = Request::post(format!("/v1/tools/{name}")).body(Body::from("{}")).unwrap();
-        assert_eq!(call(&app, req).await.status, StatusCode::UNAUTHORIZED, "{name}");
-    }
-    for path in ["/v1/tools/devices", "/v1/tools/vocab/ops", "/v1/tools/registry"] {
-        assert_eq!(call(&app, open_get(path)).await.status, StatusCode::UNAUTHORIZED, "{path}");
+    // The tools change nothing: they answer without a token, like capabilities.
+    let doc = r#"{"doc":{"a":1}}"#;
+    let req = Request::post("/v1/tools/hash").body(Body::from(doc)).unwrap();
+    let r = call(&app, req).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert!(r.str("hash").starts_with("sha256:"));
+    let req = Request::post("/v1/tools/frobnicate").body(Body::from("{}")).unwrap();
+    assert_eq!(call(&app, req).await.status, StatusCode::NOT_FOUND);
+    for path in [
+        "/v1/tools/devices",
+        "/v1/tools/vocab/ops",
+        "/v1/tools/registry",
+        "/v1/tools/recipes",
+        "/v1/tools/recipes/red-lentil-soup",
+    ] {
+        assert_eq!(call(&app, open_get(path)).await.status, StatusCode::OK, "{path}");
     }
 }
 
