@@ -152,6 +152,21 @@ pub enum KeyError {
     /// An algorithm a signing key cannot have.
     #[error("unsupported signing algorithm `{0}`")]
     UnsupportedAlg(String),
+    /// More keys than one set may hold ([`MAX_KEYS`]).
+    #[error("{0} keys: a key set holds at most {max}", max = MAX_KEYS)]
+    TooManyKeys(usize),
+}
+
+/// The most keys one key set (a list, a discovery, did or capabilities document) may hold:
+/// loading and checking a set costs a bounded time whoever sent it.
+pub const MAX_KEYS: usize = 256;
+
+/// The longest `publicKeyMultibase` read: a base58btc multicodec Ed25519 or compressed P-256
+/// key is under 50 characters, and base58 decoding costs the square of the length.
+pub const MAX_MULTIBASE_LEN: usize = 128;
+
+fn check_count(n: usize) -> Result<(), KeyError> {
+    if n > MAX_KEYS { Err(KeyError::TooManyKeys(n)) } else { Ok(()) }
 }
 
 /// A public key bound to a key id (`common.schema.json#/$defs/KeyRecord`).
@@ -349,6 +364,7 @@ impl KeySet {
     /// [`KeyError`] when the value is not an array or a record is invalid.
     pub fn from_records_value(value: &Value) -> Result<KeySet, KeyError> {
         let items = value.as_array().ok_or(KeyError::NotAKeySet)?;
+        check_count(items.len())?;
         items.iter().map(KeyRecord::from_value).collect::<Result<_, _>>().map(KeySet::from_records)
     }
 
@@ -360,6 +376,7 @@ impl KeySet {
     pub fn from_well_known(value: &Value) -> Result<KeySet, KeyError> {
         let map = value.as_object().ok_or(KeyError::NotAnObject("discovery document"))?;
         let items = map.get("keys").and_then(Value::as_array).ok_or(KeyError::Missing("keys"))?;
+        check_count(items.len())?;
         let mut set = KeySet::new();
         for item in items {
             let entry = item.as_object().ok_or(KeyError::NotAnObject("discovery key"))?;
@@ -402,6 +419,7 @@ impl KeySet {
             .get("verificationMethod")
             .and_then(Value::as_array)
             .ok_or(KeyError::Missing("verificationMethod"))?;
+        check_count(methods.len())?;
         let mut set = KeySet::new();
         for method in methods {
             let vm = method.as_object().ok_or(KeyError::NotAnObject("verification method"))?;
@@ -506,6 +524,9 @@ fn jwk_public_key(jwk: &Map, id: &str) -> Result<(Alg, String), KeyError> {
 /// key types other than Ed25519 / P-256.
 fn multibase_public_key(text: &str, id: &str) -> Result<Option<(Alg, String)>, KeyError> {
     let encoded = text.strip_prefix('z').ok_or_else(|| bad(id, "multibase must be base58btc"))?;
+    if encoded.len() > MAX_MULTIBASE_LEN {
+        return Err(bad(id, "publicKeyMultibase is longer than any supported key"));
+    }
     let bytes = base58_decode(encoded).ok_or_else(|| bad(id, "invalid base58btc"))?;
     match bytes.as_slice() {
         [0xed, 0x01, key @ ..] if key.len() == 32 => Ok(Some((Alg::EdDsa, b64::encode(key)))),

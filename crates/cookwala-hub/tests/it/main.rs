@@ -10,6 +10,7 @@ mod concurrency;
 mod delivery;
 mod devices;
 mod events;
+mod hardening;
 mod openapi;
 mod recalls;
 mod restart;
