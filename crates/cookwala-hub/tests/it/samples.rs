@@ -134,3 +134,82 @@ fn jobs(report: &str) -> Vec<JobEnd> {
         })
         .collect()
 }
+
+/// Every call the samples' `HubClient` makes, without a token, against a hub opened with
+/// `no_auth` (what `serve --no-auth` builds): none of them meets a 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_samples_hub_client_works_without_a_token_under_no_auth() {
+    let Some(python) = test_support::tool("python3") else { return };
+    test_support::ensure_ext();
+    let ext = test_support::workspace_root().join("target/ext");
+    if !ext.join("cookwala_samples/clients.py").is_file() {
+        assert!(!test_support::in_ci(), "CI=true but {} lacks cookwala_samples", ext.display());
+        eprintln!("notice: {} lacks cookwala_samples; skipping", ext.display());
+        return;
+    }
+    let mut catalog = Catalog::builtin();
+    catalog.load_bundle(&ext.join("cookwala_samples/data/bundle.json")).unwrap();
+    let config = HubConfig {
+        speed: 100_000.0,
+        no_auth: true,
+        tokens: cookwala_hub::auth::Tokens::new(),
+        device_id: "demo-hob-robot".to_owned(),
+        catalog,
+        ..HubConfig::default()
+    };
+    let hub = Hub::open(Arc::new(SqliteStorage::in_memory().unwrap()), config).await.unwrap();
+    // Our own script over the client's public methods; each prints one line.
+    let script = r#"
+import json, sys, uuid
+from cookwala_samples.clients import HubClient
+from cookwala_samples.data import load_bundle
+c = HubClient(sys.argv[1], token=None, poll_s=0.05)
+bundle = load_bundle()
+caps = c.capabilities(); print("capabilities", caps["kind"] if "kind" in caps else caps["actor"]["id"])
+print("safety_limits", c.safety_limits()["id"])
+print("recalls", type(c.recalls()).__name__)
+recipe = bundle["recipes"]["salata-baladi"]
+print("dry_run", c.dry_run(recipe, human_present=True)["state"])
+from cookwala_samples.jcs import doc_hash
+req = {"core": "0.2.0", "kind": "ExecuteRequest", "id": "py-" + uuid.uuid4().hex[:8],
+       "recipe": "cw:samples:" + recipe["id"], "recipeHash": doc_hash(recipe),
+       "requestedBy": "person:cook", "idempotencyKey": "py-key-" + uuid.uuid4().hex[:8]}
+st = c.start_execution(req, human_present=True); print("start_execution", st["state"])
+st = c.get_execution(req["id"]); print("get_execution", st["state"])
+st = c.stop_execution(req["id"]); print("stop_execution", st["state"])
+for _ in range(200):
+    st = c.get_execution(req["id"])
+    if st["state"] == "stopped": break
+    c.advance()
+print("final", st["state"])
+print("execution_log", c.execution_log(req["id"])["outcome"])
+inc = {"core": "0.2.0", "kind": "IncidentReport", "id": "inc-py", "date": "2026-11-30",
+       "category": "cw.incident.burn", "severity": "low", "description": "hot handle"}
+print("report_incident", c.report_incident(inc)["received"])
+"#;
+    let out = crate::support::with_server(hub, move |addr| {
+        std::process::Command::new(python)
+            .args(["-c", script, &format!("http://{addr}")])
+            .env("PYTHONPATH", &ext)
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .output()
+            .unwrap()
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for line in [
+        "safety_limits cookwala-default",
+        "recalls list",
+        "dry_run accepted",
+        "start_execution accepted",
+        "final stopped",
+        "execution_log aborted_safe",
+        "report_incident True",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "missing {line:?} in\n{stdout}\n{stderr}");
+    }
+    let stop = stdout.lines().find(|l| l.starts_with("stop_execution ")).unwrap_or_default();
+    assert!(matches!(stop, "stop_execution stopping" | "stop_execution stopped"), "{stdout}");
+}
