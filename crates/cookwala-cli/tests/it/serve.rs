@@ -117,7 +117,7 @@ fn launch(data: &std::path::Path, args: &[&str]) -> Server {
 }
 
 fn start(data: &std::path::Path, speed: &str) -> Server {
-    launch(data, &["--token", "kill-test-token", "--speed", speed])
+    launch(data, &["--token", "kill-test-token-0", "--speed", speed])
 }
 
 fn post_execution(addr: SocketAddr, body: &str) -> String {
@@ -125,7 +125,7 @@ fn post_execution(addr: SocketAddr, body: &str) -> String {
         addr,
         &format!(
             "POST /v1/executions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
-             Authorization: Bearer kill-test-token\r\nIdempotency-Key: kill-key-0001\r\n\
+             Authorization: Bearer kill-test-token-0\r\nIdempotency-Key: kill-key-0001\r\n\
              Content-Type: application/vnd.cookwala+json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         ),
@@ -136,7 +136,7 @@ fn get_authed(addr: SocketAddr, path: &str) -> String {
     http(
         addr,
         &format!(
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer kill-test-token\r\n\r\n"
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer kill-test-token-0\r\n\r\n"
         ),
     )
 }
@@ -202,7 +202,7 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
 
     let serve = |extra: &[&std::ffi::OsStr]| {
         Command::new(env!("CARGO_BIN_EXE_cookwala"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token", "--data"])
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token-0", "--data"])
             .arg(dir.path().join("data"))
             .args(extra)
             .stdout(Stdio::piped())
@@ -234,7 +234,8 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
     let caps = http(addr, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(caps.contains("cookwala-rs:sim-counter-arm"), "{caps}");
     let list = get_authed(addr, "/v1/tools/recipes");
-    assert!(list.contains("bundle-soup") && list.contains("folder-stock"), "{list}");
+    // Listed under the names the upstream hub uses: the bundle key and the file stem.
+    assert!(list.contains("\"soup\"") && list.contains("folder-stock"), "{list}");
     assert!(list.contains("red-lentil-soup"), "{list}");
     child.kill().unwrap();
     child.wait().unwrap();
@@ -284,7 +285,7 @@ fn serve_signs_its_conformance_report_with_the_key_it_publishes() {
     let trusted = vectors.join("keys/report-test-keys.json");
     let run = |data: &std::path::Path| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token", "--data"])
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token-0", "--data"])
             .arg(data)
             .arg("--conformance")
             .arg(&vectors)
@@ -338,4 +339,105 @@ fn serve_signs_its_conformance_report_with_the_key_it_publishes() {
     // The key file is kept: a restart publishes the same key.
     let (again, _) = run(&data);
     assert_eq!(cookwala::KeySet::from_value(&again).unwrap().records()[0], keys.records()[0]);
+}
+
+/// What `serve` refuses before it listens: a hub nobody has a token for, `--no-auth` off
+/// loopback, a short `--token`.
+#[test]
+fn serve_refuses_a_silently_open_hub() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], tokens: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--data"])
+            .arg(dir.path().join("data"))
+            .arg("--tokens")
+            .arg(tokens)
+            .args(args)
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let empty = dir.path().join("empty-tokens.json");
+    std::fs::write(&empty, r#"{"tokens": []}"#).unwrap();
+    let out = run(&["--addr", "127.0.0.1:0"], &empty);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--no-auth") && err.contains("--token"), "{err}");
+
+    let out = run(&["--addr", "0.0.0.0:0", "--no-auth"], &empty);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("loopback"), "{err}");
+
+    let out = run(&["--addr", "127.0.0.1:0", "--token", "short-token"], &empty);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("16 characters"), "{err}");
+}
+
+/// `--no-auth` on loopback: a warning in the banner, and what needed a token answers without.
+#[test]
+fn serve_no_auth_opens_a_loopback_hub_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-tokens.json");
+    std::fs::write(&empty, r#"{"tokens": []}"#).unwrap();
+    let tokens = empty.to_str().unwrap();
+    let Server { mut child, addr, mut _stdout } =
+        launch(&dir.path().join("data"), &["--tokens", tokens, "--no-auth"]);
+    let banner: Vec<String> = _stdout.by_ref().take(4).map(|l| l.unwrap()).collect();
+    assert!(banner.iter().any(|l| l.contains("WARNING: --no-auth")), "{banner:?}");
+    let anon = http(addr, "GET /v1/devices HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(anon.starts_with("HTTP/1.1 200"), "{anon}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+/// The device maker's pack and the standard's vocabulary, `--no-builtin`, and `--device FILE`
+/// naming a file `--devices DIR` already loaded.
+#[test]
+fn serve_loads_limits_vocab_and_only_the_given_devices() {
+    let Some(std_dir) = test_support::shared("standards/cookwala") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let devices = dir.path().join("devices");
+    std::fs::create_dir(&devices).unwrap();
+    let hob = devices.join("site-hob.json");
+    write_json(&hob, &cookwala_sim::builtin::device("sim-hob-robot").unwrap());
+    let pack = std_dir.join("profiles/core/safety-limits.default.json");
+    let vocab = std_dir.join("vocab");
+    let Server { mut child, addr, _stdout } = launch(
+        &dir.path().join("data"),
+        &[
+            "--token",
+            "limits-test-token-0",
+            "--no-builtin",
+            "--limits",
+            pack.to_str().unwrap(),
+            "--vocab",
+            vocab.to_str().unwrap(),
+            "--devices",
+            devices.to_str().unwrap(),
+            "--device",
+            hob.to_str().unwrap(),
+        ],
+    );
+    let limits =
+        body(&http(addr, "GET /v1/safety-limits HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    let want = canonical_json::parse(&std::fs::read(&pack).unwrap()).unwrap();
+    assert_eq!(limits, want);
+    let ops = body(&http(
+        addr,
+        "GET /v1/tools/vocab/ops HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    ));
+    let want = canonical_json::parse(&std::fs::read(vocab.join("ops.json")).unwrap()).unwrap();
+    assert_eq!(ops, want);
+    let devs =
+        body(&http(addr, "GET /v1/tools/devices HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    let ids: Vec<&String> =
+        devs.get("devices").and_then(|d| d.as_object()).unwrap().keys().collect();
+    assert_eq!(ids, ["site-hob"]);
+    let recipes =
+        body(&http(addr, "GET /v1/tools/recipes HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+    assert_eq!(recipes.get("recipes").and_then(|r| r.as_array()).map(<[_]>::len), Some(0));
+    child.kill().unwrap();
+    child.wait().unwrap();
 }
