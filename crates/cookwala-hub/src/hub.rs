@@ -60,8 +60,12 @@ pub struct HubConfig {
     /// A folder of conformance vectors (the standard's `conformance/`): the Core suites are run
     /// once at start-up and the signed report is served at `/v1/conformance`.
     pub conformance: Option<PathBuf>,
-    /// Webhooks that get every outbox event, in order, at least once (`http://` only).
+    /// Webhooks that get every outbox event, in order, at least once (`http://`, or
+    /// `https://` over TLS).
     pub webhooks: Vec<Webhook>,
+    /// Extra trust anchors (DER certificates) for `https://` webhooks, next to the public
+    /// web's roots (`--webhook-ca`, for a receiver with a private CA).
+    pub webhook_roots: Vec<Vec<u8>>,
     /// How webhook deliveries are retried.
     pub webhook_policy: WebhookPolicy,
     /// Real time between two device heartbeats (zero: no heartbeats).
@@ -90,6 +94,7 @@ impl Default for HubConfig {
             key: None,
             conformance: None,
             webhooks: Vec::new(),
+            webhook_roots: Vec::new(),
             webhook_policy: WebhookPolicy::default(),
             heartbeat: std::time::Duration::from_secs(30),
             sim_faults: Vec::new(),
@@ -412,6 +417,10 @@ impl Hub {
             .cloned()
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
         crate::webhooks::check(&config.webhooks)?;
+        if !config.webhooks.is_empty() {
+            crate::webhooks::tls_config(&config.webhook_roots)
+                .map_err(|why| HubError::Webhook { url: "--webhook-ca".to_owned(), why })?;
+        }
         let s = storage.clone();
         let catalog = config.catalog.clone();
         let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();

@@ -13,8 +13,11 @@
 //! Receivers must deduplicate by `ce-id` (the CloudEvent `id`): an event whose acknowledgement
 //! was lost, or whose cursor move did not commit before a crash, is sent again.
 //!
-//! Plain `http://` only (loopback or LAN): the hub has no TLS client, and `https://` URLs are
-//! refused when the hub opens rather than silently sent in clear.
+//! `https://` URLs are delivered over TLS (rustls with the ring provider; the public web's
+//! roots from `webpki-roots`, plus any roots the hub is given with `--webhook-ca`, for a
+//! receiver with a private CA); a certificate that does not verify is a failed attempt,
+//! retried like any other, never a silent downgrade. `http://` is plain, for loopback or a
+//! trusted LAN.
 
 use std::fmt;
 use std::time::Duration;
@@ -100,6 +103,8 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 /// Where a webhook's requests go.
 #[derive(Clone, Debug)]
 struct Target {
+    /// `https://`.
+    tls: bool,
     host: String,
     port: u16,
     authority: String,
@@ -108,15 +113,11 @@ struct Target {
 
 fn target(url: &str) -> Result<Target, String> {
     let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err("https is not supported (the hub has no TLS client); use http:// on \
-                        loopback or a trusted LAN"
-                .to_owned());
-        }
-        _ => return Err("the URL must start with http://".to_owned()),
-    }
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => return Err("the URL must start with http:// or https://".to_owned()),
+    };
     let authority = uri.authority().ok_or("the URL has no host")?;
     if authority.as_str().contains('@') {
         return Err("credentials in the URL are not supported".to_owned());
@@ -126,14 +127,56 @@ fn target(url: &str) -> Result<Target, String> {
         return Err("the URL has no host".to_owned());
     }
     Ok(Target {
+        tls,
         host,
-        port: authority.port_u16().unwrap_or(80),
+        port: authority.port_u16().unwrap_or(if tls { 443 } else { 80 }),
         authority: authority.as_str().to_owned(),
         path: uri.path_and_query().map_or("/", |p| p.as_str()).to_owned(),
     })
 }
 
-/// Checks every webhook: an `http://` URL, a non-empty secret, no URL twice.
+/// The TLS client configuration for `https://` webhooks: the public roots and `extra_roots`
+/// (DER certificates).
+///
+/// # Errors
+/// An extra root is not a usable certificate.
+pub(crate) fn tls_config(
+    extra_roots: &[Vec<u8>],
+) -> Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String> {
+    use tokio_rustls::rustls;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for der in extra_roots {
+        roots
+            .add(rustls::pki_types::CertificateDer::from(der.clone()))
+            .map_err(|e| format!("a --webhook-ca certificate cannot be used: {e}"))?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(std::sync::Arc::new(config))
+}
+
+/// Reads PEM certificates (`-----BEGIN CERTIFICATE-----` blocks) as DER.
+///
+/// # Errors
+/// The text holds no certificate, or a block is not valid base64.
+pub fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, String> {
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(text.as_bytes())
+        .map(|c| c.map(|c| c.to_vec()).map_err(|e| format!("not a PEM certificate: {e:?}")))
+        .collect::<Result<_, _>>()?;
+    if certs.is_empty() {
+        return Err("no certificate (-----BEGIN CERTIFICATE-----) in the file".to_owned());
+    }
+    Ok(certs)
+}
+
+/// Checks every webhook: an `http://` or `https://` URL, a non-empty secret, no URL twice.
 pub(crate) fn check(hooks: &[Webhook]) -> Result<(), HubError> {
     for (i, hook) in hooks.iter().enumerate() {
         let fail = |why: String| HubError::Webhook { url: hook.url.clone(), why };
@@ -152,13 +195,21 @@ impl Hub {
     /// Starts one delivery task per configured webhook.
     pub fn spawn_webhooks(&self) -> Vec<tokio::task::JoinHandle<()>> {
         let policy = self.inner.config.webhook_policy;
+        let tls = match tls_config(&self.inner.config.webhook_roots) {
+            Ok(t) => t,
+            Err(e) => {
+                crate::note(format_args!("cookwala hub: webhooks not started: {e}"));
+                return Vec::new();
+            }
+        };
         self.inner
             .config
             .webhooks
             .iter()
             .filter_map(|hook| {
                 let t = target(&hook.url).ok()?;
-                Some(tokio::spawn(deliver_all(self.clone(), hook.clone(), t, policy)))
+                let task = deliver_all(self.clone(), hook.clone(), t, policy, tls.clone());
+                Some(tokio::spawn(task))
             })
             .collect()
     }
@@ -166,7 +217,7 @@ impl Hub {
 
 const BATCH: usize = 64;
 
-async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPolicy) {
+async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPolicy, tls: Tls) {
     let mut committed = hub.inner.bus.committed();
     loop {
         committed.borrow_and_update();
@@ -192,7 +243,7 @@ async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPol
             continue;
         }
         for event in events {
-            let dead = deliver(&hook, &target, &policy, &event).await;
+            let dead = deliver(&hook, &target, &tls, &policy, &event).await;
             loop {
                 let (url, position, dead) = (hook.url.clone(), event.position, dead.clone());
                 match hub.db(move |s| s.set_webhook_cursor(&url, position, dead.as_ref())).await {
@@ -208,6 +259,7 @@ async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPol
 async fn deliver(
     hook: &Webhook,
     target: &Target,
+    tls: &Tls,
     policy: &WebhookPolicy,
     event: &StoredEvent,
 ) -> Option<DeadLetter> {
@@ -217,8 +269,8 @@ async fn deliver(
     let mut attempts = 0u32;
     loop {
         attempts = attempts.saturating_add(1);
-        let why = match tokio::time::timeout(policy.timeout, post(target, event, &signature)).await
-        {
+        let attempt = post(target, tls, event, &signature);
+        let why = match tokio::time::timeout(policy.timeout, attempt).await {
             Ok(Ok(status)) if status.is_success() => return None,
             Ok(Ok(status)) => format!("HTTP {}", status.as_u16()),
             Ok(Err(e)) => e,
@@ -249,14 +301,42 @@ async fn deliver(
     }
 }
 
-/// One POST on a fresh HTTP/1.1 connection; the response status.
-async fn post(target: &Target, event: &StoredEvent, signature: &str) -> Result<StatusCode, String> {
+/// One POST on a fresh HTTP/1.1 connection (over TLS for `https://`); the response status.
+async fn post(
+    target: &Target,
+    tls: &Tls,
+    event: &StoredEvent,
+    signature: &str,
+) -> Result<StatusCode, String> {
     let stream = tokio::net::TcpStream::connect((target.host.as_str(), target.port))
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
+    if target.tls {
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from(target.host.clone())
+            .map_err(|e| format!("TLS server name: {e}"))?;
+        let stream = tokio_rustls::TlsConnector::from(tls.clone())
+            .connect(name, stream)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        return send(TokioIo::new(stream), target, event, signature).await;
+    }
+    send(TokioIo::new(stream), target, event, signature).await
+}
+
+/// The TLS client configuration webhook deliveries share.
+type Tls = std::sync::Arc<tokio_rustls::rustls::ClientConfig>;
+
+async fn send<I>(
+    io: I,
+    target: &Target,
+    event: &StoredEvent,
+    signature: &str,
+) -> Result<StatusCode, String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(io).await.map_err(|e| format!("handshake: {e}"))?;
     let driver = tokio::spawn(conn);
     let mut req = Request::post(target.path.as_str())
         .header(header::HOST, target.authority.as_str())

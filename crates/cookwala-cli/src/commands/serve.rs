@@ -75,10 +75,14 @@ pub struct ServeArgs {
     /// repeatable
     #[arg(long, value_name = "FILE")]
     pub keys: Vec<PathBuf>,
-    /// POST every event to this http:// URL (at least once, in order, retried for 24 h);
-    /// repeatable
+    /// POST every event to this http:// or https:// URL (at least once, in order, retried
+    /// for 24 h); repeatable
     #[arg(long = "webhook", value_name = "URL")]
     pub webhooks: Vec<String>,
+    /// Also trust the CA certificates in this PEM file for https:// webhooks (next to the
+    /// public web's roots), for a receiver with a private CA; repeatable
+    #[arg(long = "webhook-ca", value_name = "FILE")]
+    pub webhook_ca: Vec<PathBuf>,
     /// File holding the webhook signing secret (else $COOKWALA_WEBHOOK_SECRET)
     #[arg(long, value_name = "FILE")]
     pub webhook_secret_file: Option<PathBuf>,
@@ -401,6 +405,14 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     };
     let devices_note = devices_note(&catalog, &device);
     let hooks = webhooks(&args)?;
+    let mut webhook_roots = Vec::new();
+    for file in &args.webhook_ca {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("--webhook-ca: reading {}", file.display()))?;
+        let certs = cookwala_hub::webhooks::pem_certificates(&text)
+            .map_err(|e| anyhow::anyhow!("--webhook-ca {}: {e}", file.display()))?;
+        webhook_roots.extend(certs);
+    }
     let n_hooks = hooks.len();
     let data = match args.data {
         Some(d) => d,
@@ -446,6 +458,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         trusted_keys,
         conformance: args.conformance,
         webhooks: hooks,
+        webhook_roots,
         heartbeat: std::time::Duration::from_secs(args.heartbeat_secs),
         ..HubConfig::default()
     };

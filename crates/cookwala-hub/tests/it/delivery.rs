@@ -339,3 +339,118 @@ async fn a_webhook_gives_up_on_an_event_after_its_window_and_moves_on() {
     let expected = storage.events_after(before, 10_000).unwrap().len();
     assert_eq!(usize::try_from(dead).unwrap(), expected);
 }
+
+/// An HTTPS receiver with a certificate for `localhost` from its own CA-less self-signed key:
+/// records each body it gets and answers 204. Returns the bodies, its port and the
+/// certificate (DER) a client must trust.
+async fn tls_receiver() -> (Arc<Mutex<Vec<String>>>, Arc<AtomicUsize>, u16, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls;
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert_der = certified.cert.der().to_vec();
+    let key_der =
+        rustls::pki_types::PrivateKeyDer::try_from(certified.signing_key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![rustls::pki_types::CertificateDer::from(cert_der.clone())], key_der)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let connections = Arc::new(AtomicUsize::new(0));
+    let (sink, seen) = (got.clone(), connections.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { return };
+            seen.fetch_add(1, Ordering::SeqCst);
+            let (acceptor, sink) = (acceptor.clone(), sink.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    let n = tls.read(&mut chunk).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                    let text = String::from_utf8_lossy(&buf).into_owned();
+                    let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if body.len() < len {
+                        continue;
+                    }
+                    sink.lock().unwrap().push(body.to_owned());
+                    let _ = tls
+                        .write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+                        .await;
+                    let _ = tls.shutdown().await;
+                    return;
+                }
+            });
+        }
+    });
+    (got, connections, port, cert_der)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_webhooks_are_delivered_over_tls_to_a_trusted_receiver_only() {
+    let (got, connections, port, cert) = tls_receiver().await;
+    let url = format!("https://localhost:{port}/hook");
+    let dir = tempfile::tempdir().unwrap();
+    // Trusted through --webhook-ca: every event arrives, in order.
+    let config = HubConfig {
+        webhook_roots: vec![cert.clone()],
+        ..webhook_config(&url, Duration::from_secs(3600))
+    };
+    let hub = open(&dir.path().join("a.sqlite3"), config).await;
+    let tasks = hub.spawn_webhooks();
+    start(&hub, "ex-tls-1", "red-lentil-soup").await;
+    run_to_end(&hub, "ex-tls-1").await;
+    let want = ids(&outbox(&*hub.storage()));
+    wait_for("every event over TLS", || got.lock().unwrap().len() >= want.len()).await;
+    let bodies = got.lock().unwrap().clone();
+    let ids_got: Vec<String> = bodies
+        .iter()
+        .map(|b| {
+            canonical_json::parse(b.as_bytes())
+                .unwrap()
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids_got, want);
+    for t in tasks {
+        t.abort();
+    }
+
+    // Without the receiver's certificate among the roots, nothing is sent in clear or
+    // delivered: the attempt fails and is retried.
+    let before = got.lock().unwrap().len();
+    let tried = connections.load(Ordering::SeqCst);
+    let hub =
+        open(&dir.path().join("b.sqlite3"), webhook_config(&url, Duration::from_secs(3600))).await;
+    let tasks = hub.spawn_webhooks();
+    start(&hub, "ex-tls-2", "red-lentil-soup").await;
+    wait_for("attempts to the untrusted receiver", || {
+        connections.load(Ordering::SeqCst) >= tried + 2
+    })
+    .await;
+    assert_eq!(got.lock().unwrap().len(), before);
+    for t in tasks {
+        t.abort();
+    }
+}
