@@ -436,7 +436,7 @@ fn ledger(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<ExitCo
             )?;
             println!(
                 "OK: materialized {name} contract {} (manifest, contract, approval seq {seq}){}",
-                &cid[..12.min(cid.len())],
+                dwp::py::head(&cid, 12),
                 if resumed { " — resumed an interrupted materialization" } else { "" }
             );
             Ok(ExitCode::SUCCESS)
@@ -446,7 +446,7 @@ fn ledger(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<ExitCo
             let plan = Plan::load(&dir)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut io_error = None;
-            let cid12 = &plan.contract_id[..12.min(plan.contract_id.len())];
+            let cid12 = dwp::py::head(&plan.contract_id, 12);
             let name = dwp::py::str_opt(plan.contract.get("plan"));
             plan::stream_journal(&plan.journal_path(), |item| {
                 let line = match item {

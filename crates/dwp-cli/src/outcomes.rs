@@ -111,18 +111,25 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                     total("satisfied"),
                     total("criteria"),
                     total("blocked"),
-                    &sha[..sha.len().min(16)]
+                    dwp::py::head(sha, 16)
                 );
-                // Upstream prints only the summary, on stdout; the document itself is written
-                // only with --out (outcomes.py `main`).
-                if let Some(path) = out_file {
-                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| LedgerError::Failed(e.to_string()))?;
+                // As upstream: with --out the document goes to the file and the summary to
+                // stdout; without it stdout is the document alone (pure JSON) and the summary
+                // goes to stderr.
+                match out_file {
+                    Some(path) => {
+                        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                            std::fs::create_dir_all(parent)
+                                .map_err(|e| LedgerError::Failed(e.to_string()))?;
+                        }
+                        plan::write_pretty(&path, &doc)?;
+                        println!("{summary}");
                     }
-                    plan::write_pretty(&path, &doc)?;
+                    None => {
+                        println!("{}", pretty(&doc)?);
+                        eprintln!("{summary}");
+                    }
                 }
-                println!("{summary}");
                 Ok(ExitCode::SUCCESS)
             }
             OutcomesCommand::Review { state, finding } => {

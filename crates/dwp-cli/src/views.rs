@@ -89,7 +89,6 @@ pub(crate) fn run(args: ViewsArgs) -> ExitCode {
             Mode::GeneratedWins => Reconcile::GeneratedWins,
         }),
         authority,
-        refresh_recorded: false,
     };
     let result = (|| -> Result<Vec<String>, ViewsError> {
         let dir = plan::find_plan_dir(&plan_arg)?;

@@ -77,15 +77,26 @@ struct Source {
 }
 
 fn read_source(dir: &Path) -> Result<Source> {
-    if dir.join("contract.json").exists() || dir.join("contracts").exists() {
-        return Err(refused("already a v6 plan (contract.json present) - nothing to migrate"));
-    }
     let manifest_path = dir.join("manifest.json");
     let state_path = dir.join("state.json");
+    if !manifest_path.is_file() || !state_path.is_file() {
+        return Err(refused(
+            "migration needs a materialized v5 plan (manifest.json + state.json) - a plan folder \
+             without both is not migratable",
+        ));
+    }
     let manifest = read_json_named(&manifest_path)?;
     let url = manifest.get("schema").and_then(Value::as_str).unwrap_or("");
-    if url == MANIFEST_URL_V6 || url == crate::MANIFEST_URL_V7 {
-        return Err(refused("already a v6 plan (v6/v7 manifest) - nothing to migrate"));
+    if url == MANIFEST_URL_V6
+        || url == crate::MANIFEST_URL_V7
+        || dir.join("contract.json").exists()
+        || dir.join("contracts").exists()
+    {
+        return Err(refused(format!(
+            "{} is already a v6 plan (v6 manifest or contract.json present) - migration is \
+             one-directional; run rollback first if this state is unexpected",
+            folder_name(dir)
+        )));
     }
     let state = read_json_named(&state_path)?;
     let (Some(m), Some(st)) = (hash_file(&manifest_path), hash_file(&state_path)) else {
@@ -131,6 +142,23 @@ fn anchor_id(
 pub fn preview(dir: &Path) -> Result<Value> {
     let src = read_source(dir)?;
     let tasks = mapped(dir, &src)?;
+    if phase_path(dir).is_file() {
+        let phase = read_json_named(&phase_path(dir))?;
+        let done: Vec<String> = phase
+            .get("completed")
+            .and_then(Value::as_array)
+            .unwrap_or(&[])
+            .iter()
+            .map(dwp::py::str_of)
+            .collect();
+        if phase.get("rolled_back") != Some(&Value::Bool(true)) && !done.is_empty() {
+            return Err(refused(format!(
+                "a migration is in progress or done (phases: {}) - resume it with migrate, or \
+                 rollback first",
+                done.join(", ")
+            )));
+        }
+    }
     let (_, cid) = anchor_id(dir, &src, &tasks, PREVIEW_AUTHORITY)?;
     let doc = rules::preview(&folder_name(dir), &src.digest, &tasks, &cid);
     let mdir = dir.join(MIGRATION_DIR);
@@ -173,6 +201,21 @@ pub struct Migrated {
     pub resumed: bool,
     /// True when every phase had already completed (nothing was done).
     pub already: bool,
+    /// The completed phases, in order.
+    pub phases: Vec<String>,
+    /// The criteria that stay blocked until their gates re-run under v6.
+    pub re_evidence: Vec<String>,
+}
+
+/// What `rollback` did.
+#[derive(Clone, Debug)]
+pub struct RolledBack {
+    /// The plan.
+    pub plan: String,
+    /// The restored files.
+    pub restored: Vec<String>,
+    /// Set when `--force` discarded post-migration events (the warning to print).
+    pub warning: Option<String>,
 }
 
 /// `migrate --authority WHO`: backup → contract → manifest → journal → project, resumable.
@@ -186,12 +229,15 @@ pub fn migrate(
     now: SystemTime,
 ) -> Result<Migrated> {
     if authority.trim().is_empty() {
-        return Err(refused("migrate requires --authority (the human who owns the migration)"));
+        return Err(refused("migrate requires --authority WHO"));
     }
     let mdir = dir.join(MIGRATION_DIR);
     let preview_path = mdir.join("PREVIEW.json");
     if !preview_path.is_file() {
-        return Err(refused("no migration_v5/PREVIEW.json - run preview first and read it"));
+        return Err(refused(
+            "no preview on record - run preview first; migration without a recorded preview is \
+             exactly the silent migration RFC 9.3 forbids",
+        ));
     }
     let preview = read_json_named(&preview_path)?;
     let existing_phase =
@@ -302,7 +348,18 @@ pub fn migrate(
         .and_then(Value::as_i64)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
-    Ok(Migrated { plan: folder, contract_id: cid, journal_events, resumed, already })
+    let phases = PHASES.iter().filter(|p| completed(&phase, p)).map(|p| (*p).to_owned()).collect();
+    let re_evidence =
+        tasks.iter().filter(|t| t.class == "re_evidence").map(|t| t.criterion.clone()).collect();
+    Ok(Migrated {
+        plan: folder,
+        contract_id: cid,
+        journal_events,
+        resumed,
+        already,
+        phases,
+        re_evidence,
+    })
 }
 
 /// One event the migration mints: type, payload, actor, note, trust, evidence path.
@@ -318,7 +375,7 @@ fn write_history(
     authority: &str,
     note: Option<&str>,
 ) -> Result<usize> {
-    let d16 = &digest[..16.min(digest.len())];
+    let d16 = dwp::py::head(digest, 16);
     let helper = actor("helper", MIGRATE_IDENTITY);
     let mut planned: Vec<Planned<'_>> = Vec::new();
     planned.push((
@@ -440,21 +497,30 @@ fn verify_backup(dir: &Path) -> Result<()> {
 ///
 /// # Errors
 /// No migration, a corrupt backup, post-migration work without `force`, I/O.
-pub fn rollback(dir: &Path, force: bool) -> Result<Vec<String>> {
+pub fn rollback(dir: &Path, force: bool) -> Result<RolledBack> {
     let mdir = dir.join(MIGRATION_DIR);
-    if !phase_path(dir).is_file() {
-        return Err(refused("no migration to roll back (migration_v5/PHASE.json is missing)"));
-    }
-    let phase = read_json_named(&phase_path(dir))?;
+    let phase =
+        if phase_path(dir).is_file() { Some(read_json_named(&phase_path(dir))?) } else { None };
+    let Some(phase) = phase
+        .filter(|p| p.get("completed").and_then(Value::as_array).is_some_and(|c| !c.is_empty()))
+    else {
+        return Err(refused("no migration marker - nothing to roll back"));
+    };
     verify_backup(dir)?;
     let minted = phase.get("journal_events").and_then(Value::as_i64).unwrap_or(0);
     let live = crate::read_journal(&dir.join(JOURNAL_NAME))?.events.len();
-    if i64::try_from(live).unwrap_or(i64::MAX) > minted && !force {
-        return Err(refused(format!(
-            "the journal holds {live} event(s) but the migration minted {minted} - post-migration \
-             v6 work is real history and is not silently deleted; pass --force to discard it \
-             deliberately"
-        )));
+    let live = i64::try_from(live).unwrap_or(i64::MAX);
+    let mut warning = None;
+    if live > minted {
+        let message = format!(
+            "the journal carries {live} events, {} more than the migration minted - \
+             post-migration v6 work is real history and is not silently deleted",
+            live - minted
+        );
+        if !force {
+            return Err(refused(format!("{message}; pass --force to discard it deliberately")));
+        }
+        warning = Some(format!("{message} (--force)"));
     }
     if dir.join(".ledger.lock").exists() {
         return Err(fail("the plan lock is held - a writer is running; retry when it is done"));
@@ -480,5 +546,5 @@ pub fn rollback(dir: &Path, force: bool) -> Result<Vec<String>> {
         &mdir.join("ROLLED_BACK.json"),
         &Value::Object(obj([("restored", Value::Array(restored.iter().map(|r| s(r)).collect()))])),
     )?;
-    Ok(restored)
+    Ok(RolledBack { plan: folder_name(dir), restored, warning })
 }

@@ -114,16 +114,24 @@ pub fn map_tasks(
     let url = manifest.get("schema").and_then(Value::as_str).unwrap_or("");
     if !LEGACY_MANIFESTS.contains(&url) {
         return Err(lossy(format!(
-            "manifest.json is {} - only v1/v2/v5 plans migrate",
+            "manifest.json carries {} - not a v1/v2/v5 plan-manifest generation; this helper \
+             migrates v5 plans only",
             repr_opt(manifest.get("schema"))
         )));
     }
-    let name = manifest.get("name").or_else(|| manifest.get("plan")).and_then(Value::as_str);
-    if name != Some(folder) || state.get("plan").and_then(Value::as_str) != Some(folder) {
+    if manifest.get("name").and_then(Value::as_str) != Some(folder) {
         return Err(lossy(format!(
-            "manifest name {} / state plan {} must equal the folder name {folder:?}",
-            repr_opt(name.map(Value::from).as_ref()),
-            repr_opt(state.get("plan"))
+            "manifest name {} does not match the plan folder {} - a torn identity is lossy and \
+             is not migrated",
+            repr_opt(manifest.get("name")),
+            crate::py::repr_str(folder)
+        )));
+    }
+    if state.get("plan").and_then(Value::as_str) != Some(folder) {
+        return Err(lossy(format!(
+            "state.json plan {} does not match the plan folder {}",
+            repr_opt(state.get("plan")),
+            crate::py::repr_str(folder)
         )));
     }
     if !state.get("updated_at").and_then(Value::as_str).is_some_and(is_datetime) {

@@ -76,13 +76,13 @@ fn a_v5_plan_migrates_and_continues_under_v6() {
     expect(
         &migrate(&plan, &["migrate", "--authority", "lead"]),
         1,
-        "REFUSED: no migration_v5/PREVIEW.json",
+        "REFUSED: no preview on record - run preview first",
     );
     let before = tree(&plan);
     expect(
         &migrate(&plan, &["preview"]),
         0,
-        "(3 task(s): 1 imported, 1 re_evidence, 1 pending; anchor contract ",
+        "OK: preview for PLAN_old_work (3 tasks: 1 imported-closable, 1 re-evidence, 1 pending) - contract ",
     );
     // The preview changes no v5 bytes.
     let after: Vec<_> = tree(&plan)
@@ -111,18 +111,25 @@ fn a_v5_plan_migrates_and_continues_under_v6() {
         Some("asserted")
     );
 
-    expect(&migrate(&plan, &["migrate"]), 2, "migrate requires --authority");
+    expect(&migrate(&plan, &["migrate"]), 1, "REFUSED: migrate requires --authority WHO");
+    let out = migrate(&plan, &["migrate", "--authority", "lead"]);
+    expect(&out, 0, "OK: PLAN_old_work migrated to v6 (contract ");
+    expect(&out, 0, ", phases backup+contract+manifest+journal+project)");
     expect(
-        &migrate(&plan, &["migrate", "--authority", "lead"]),
+        &out,
         0,
-        "OK: migrated PLAN_old_work to v6 contract ",
+        "    re-evidence criteria blocked until their gates re-run under v6: AC-t02-write-the-report",
     );
     expect(
         &migrate(&plan, &["migrate", "--authority", "lead"]),
         0,
-        "is already migrated to v6 contract",
+        ", phases backup+contract+manifest+journal+project)",
     );
-    expect(&migrate(&plan, &["preview"]), 1, "REFUSED: already a v6 plan");
+    expect(
+        &migrate(&plan, &["preview"]),
+        1,
+        "REFUSED: PLAN_old_work is already a v6 plan (v6 manifest or contract.json present)",
+    );
     let events = journal(&plan);
     let types: Vec<&str> =
         events.iter().map(|e| e.get("type").and_then(Value::as_str).unwrap()).collect();
@@ -196,17 +203,17 @@ fn a_second_plan_rolls_back_byte_identically() {
     let v5 = V5::new(&["PLAN_first_work", "PLAN_second_work"]);
     let plan = v5.plan("PLAN_second_work");
     let original = tree(&plan);
-    expect(&migrate(&plan, &["preview"]), 0, "OK: preview written");
+    expect(&migrate(&plan, &["preview"]), 0, "preview written to migration_v5/PREVIEW.json");
     expect(
         &migrate(&plan, &["migrate", "--authority", "lead"]),
         0,
-        "OK: migrated PLAN_second_work",
+        "OK: PLAN_second_work migrated to v6",
     );
     assert!(plan.join("contract.json").is_file());
     expect(
         &migrate(&plan, &["rollback"]),
         0,
-        "OK: rolled back to v5 (restored manifest.json, state.json byte for byte)",
+        "OK: PLAN_second_work rolled back to v5 (manifest and state restored byte-identically; contract.json and the journal removed)",
     );
     let restored: Vec<_> = tree(&plan)
         .into_iter()
@@ -268,5 +275,46 @@ fn stale_previews_lossy_inputs_and_v6_plans_are_refused() {
         assert!(text(&out.stderr).starts_with("REFUSED: "));
     }
     std::fs::write(lossy.join("state.json"), &good).unwrap();
-    expect(&migrate(&stale, &["rollback"]), 1, "REFUSED: no migration to roll back");
+    expect(
+        &migrate(&stale, &["rollback"]),
+        1,
+        "REFUSED: no migration marker - nothing to roll back",
+    );
+    // A torn identity is named.
+    let manifest = std::fs::read_to_string(lossy.join("manifest.json")).unwrap();
+    std::fs::write(lossy.join("manifest.json"), manifest.replace("PLAN_lossy_work", "PLAN_x_y"))
+        .unwrap();
+    expect(
+        &migrate(&lossy, &["preview"]),
+        1,
+        "REFUSED: manifest name 'PLAN_x_y' does not match the plan folder 'PLAN_lossy_work'",
+    );
+    std::fs::write(lossy.join("manifest.json"), &manifest).unwrap();
+}
+
+#[test]
+fn preview_refuses_while_a_migration_is_in_progress() {
+    let v5 = V5::new(&["PLAN_busy_work"]);
+    let plan = v5.plan("PLAN_busy_work");
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview for PLAN_busy_work");
+    // An interrupted migration: only the backup phase is on record.
+    std::fs::write(
+        plan.join("migration_v5/PHASE.json"),
+        r#"{"completed": ["backup"], "type": "dwp-migration-phase"}"#,
+    )
+    .unwrap();
+    let before = tree(&plan);
+    expect(
+        &migrate(&plan, &["preview"]),
+        1,
+        "REFUSED: a migration is in progress or done (phases: backup) - resume it with migrate, or rollback first",
+    );
+    assert_eq!(tree(&plan), before);
+    // A rolled-back marker no longer blocks a fresh preview.
+    std::fs::write(
+        plan.join("migration_v5/PHASE.json"),
+        r#"{"completed": ["backup"], "rolled_back": true, "type": "dwp-migration-phase"}"#,
+    )
+    .unwrap();
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview for PLAN_busy_work");
 }
