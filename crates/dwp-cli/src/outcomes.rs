@@ -21,7 +21,7 @@ use dwp_ledger::{self as plan, LedgerError, Plan, Writer};
 
 const USAGE: &str = "usage: dwp outcomes --plan DIR {closure [--task T] | receipt [--evaluator \
     fresh|local] [--out FILE] | review --state S [--finding F] | control --task T --criterion AC \
-    --command CMD --artifact P [--artifact P ...] [--timeout N]}";
+    --command CMD --artifact P [--artifact P ...] [--timeout N] | self-test}";
 
 #[derive(Debug, Args)]
 pub(crate) struct OutcomesArgs {
@@ -69,6 +69,9 @@ enum OutcomesCommand {
         #[arg(long, default_value_t = 600.0)]
         timeout: f64,
     },
+    /// Probe closure, reviews and receipts on a scratch plan (prints `self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 fn pretty(doc: &Value) -> Result<String, LedgerError> {
@@ -78,6 +81,9 @@ fn pretty(doc: &Value) -> Result<String, LedgerError> {
 }
 
 pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
+    if matches!(args.command, OutcomesCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Outcomes);
+    }
     let Some(plan_arg) = args.plan else {
         println!("{USAGE}");
         return ExitCode::from(2);
@@ -146,6 +152,7 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                 println!("OK: review {state} recorded at seq {}", dwp::projection::seq_of(&event));
                 Ok(ExitCode::SUCCESS)
             }
+            OutcomesCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Outcomes)),
             OutcomesCommand::Control { task, criterion, command, artifacts, timeout } => {
                 let (Some(task), Some(criterion), Some(command)) = (task, criterion, command)
                 else {
