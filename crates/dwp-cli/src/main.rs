@@ -69,7 +69,7 @@ enum Command {
     Migrate(migrate::MigrateArgs),
     /// Resource envelope report, routing posture, exhaustion, settlement
     Resources(resources::ResourcesArgs),
-    /// Write the per-task context manifest (context/<T>.json)
+    /// The per-task context manifest: manifest, freshness, accounting (or context/<T>.json)
     Context(context::ContextArgs),
     /// Recover a plan: inspect, validate, project, render; list evidence to run again
     Resume(resume::ResumeArgs),

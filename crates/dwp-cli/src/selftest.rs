@@ -30,6 +30,7 @@ pub(crate) enum Group {
     Outcomes,
     Views,
     Resources,
+    Context,
 }
 
 const PLAN: &str = "PLAN_900_self_test";
@@ -59,6 +60,7 @@ pub(crate) fn run(group: Group) -> ExitCode {
             Group::Outcomes => outcomes(&s, &mut probes),
             Group::Views => views(&s, &mut probes),
             Group::Resources => resources(&s, &mut probes),
+            Group::Context => context(&s, &mut probes),
         },
         Err(e) => probes.check("a scratch plan can be created", false, e),
     }
@@ -615,4 +617,93 @@ fn resources(s: &Scratch, t: &mut Probes) {
     t.check("hold exits 0 after the recovery", hold.code == 0, hold.all());
     let caps = s.dwp(&["resources", "capabilities", "--caps", "{\"time_travel\":true}"]);
     t.check("an unknown host ability is refused", caps.code != 0, caps.all());
+}
+
+fn context(s: &Scratch, t: &mut Probes) {
+    t.expect("the plan materializes", &s.materialize(), 0, "OK: materialized");
+    let ctx = |args: &[&str]| s.group("context", args);
+    t.expect(
+        "a task outside the contract is refused, never guessed",
+        &ctx(&["manifest", "--task", "T-nine"]),
+        1,
+        "ERROR: task 'T-nine' is not in the contract",
+    );
+    t.expect(
+        "pruning can never drop a mandatory section",
+        &ctx(&["manifest", "--task", "T-one", "--sections", "authorization,repository_rules"]),
+        1,
+        "the manifest never drops mandatory section(s) acceptance",
+    );
+    let step = |run: &Run| {
+        canonical_json::parse(run.stdout.trim_end().as_bytes())
+            .ok()
+            .and_then(|d| d.pointer("/next_action/step").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default()
+    };
+    let first = ctx(&["manifest", "--task", "T-one"]);
+    t.check("before the start the ladder names the start", step(&first) == "start", first.all());
+    let again = ctx(&["manifest", "--task", "T-one"]);
+    t.check("the manifest is deterministic", first.stdout == again.stdout, "");
+    let doc = canonical_json::parse(first.stdout.trim_end().as_bytes()).unwrap_or(Value::Null);
+    t.check(
+        "authorization is carried verbatim",
+        doc.pointer("/authorization/contract_authorization/authority").and_then(Value::as_str)
+            == Some("self-test")
+            && doc.pointer("/authorization/approvals/0/seq").and_then(Value::as_i64) == Some(1),
+        format_args!("{doc:?}"),
+    );
+    t.check(
+        "an unmapped surface widens discovery",
+        doc.pointer("/touched_surface/widen_discovery").and_then(Value::as_bool) == Some(true),
+        "",
+    );
+    s.ledger(&["start", "--task", "T-one"]);
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"false\""]);
+    let run = ctx(&["manifest", "--task", "T-one"]);
+    let doc = canonical_json::parse(run.stdout.trim_end().as_bytes()).unwrap_or(Value::Null);
+    let failed = doc.get("dead_ends").and_then(Value::as_array).map_or(0, |d| {
+        d.iter().filter(|e| e.get("kind").and_then(Value::as_str) == Some("failed_gate")).count()
+    });
+    t.check("a failed gate enters the dead-end digest", failed == 1, run.all());
+    t.check("an open criterion asks for evidence", step(&run) == "evidence", run.all());
+    let md = ctx(&["manifest", "--task", "T-one", "--md"]);
+    t.check(
+        "the Markdown form carries the boundary sections",
+        md.code == 0
+            && md.stdout.contains("## Authorization (carried, never summarized)")
+            && md.stdout.contains("## Repository rules")
+            && md.stdout.contains("## Dead ends (recorded — do not retry blindly)"),
+        md.all(),
+    );
+    let summary = s.root.join("summary.json");
+    let stored = doc.pointer("/freshness/inputs_fingerprint").and_then(Value::as_str).unwrap_or("");
+    let body = format!("{{\"inputs_fingerprint\": \"{stored}\"}}");
+    t.check("a summary can be stored", s.write(&summary, body.as_bytes()), "");
+    let fresh = ctx(&["freshness", "--task", "T-one", "--summary", summary.to_str().unwrap_or("")]);
+    t.expect("unchanged inputs are fresh", &fresh, 0, "\"verdict\": \"fresh\"");
+    t.check("the surface can change", s.write(&s.root.join("src.txt"), b"changed\n"), "");
+    let stale = ctx(&["freshness", "--task", "T-one", "--summary", summary.to_str().unwrap_or("")]);
+    t.expect("changed inputs invalidate the summary", &stale, 1, "\"verdict\": \"stale\"");
+    t.check("an empty summary can be stored", s.write(&summary, b"{}"), "");
+    t.expect(
+        "an unattributable summary is refused",
+        &ctx(&["freshness", "--task", "T-one", "--summary", summary.to_str().unwrap_or("")]),
+        1,
+        "an unattributable summary is stale by construction",
+    );
+    let acct = ctx(&["accounting"]);
+    let doc = acct.json().unwrap_or(Value::Null);
+    t.check(
+        "accounting keeps the four quantities apart, missing as missing",
+        doc.pointer("/provider_tokens/status").and_then(Value::as_str) == Some("missing")
+            && doc.pointer("/cost_usd/value") == Some(&Value::Null)
+            && doc
+                .pointer("/instruction_bytes/bytes/manifest_json")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                > 0
+            && doc.get("never").is_some(),
+        acct.all(),
+    );
+    t.check("nothing is written into the plan", !s.plan.join("context").exists(), "");
 }

@@ -22,6 +22,7 @@ use dwp::py::repr_str;
 use dwp::validate::{self, Generation, MECHANISMS, contract_generation};
 
 pub mod amend;
+pub mod context;
 pub mod delegate;
 pub mod migrate;
 pub mod outcomes;

@@ -5,7 +5,7 @@ use crate::support::{expect, text};
 
 #[test]
 fn every_group_self_test_passes() {
-    for group in ["contract", "ledger", "scheduler", "outcomes", "views", "resources"] {
+    for group in ["contract", "ledger", "scheduler", "outcomes", "views", "resources", "context"] {
         let out = crate::dwp(&[group, "self-test"]);
         expect(&out, 0, "self-test: OK (");
         let stdout = text(&out.stdout);
