@@ -18,7 +18,7 @@ use clap::{Args, Subcommand};
 use dwp_ledger::migrate::{self as mig, MigrateError};
 
 const USAGE: &str = "usage: dwp migrate --plan DIR {preview | migrate --authority WHO [--note T] | \
-    rollback [--force]}";
+    rollback [--force] | self-test}";
 
 #[derive(Debug, Args)]
 pub(crate) struct MigrateArgs {
@@ -46,9 +46,15 @@ enum MigrateCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Probe the migration on a scratch v5 plan (prints `migrate self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 pub(crate) fn run(args: MigrateArgs) -> ExitCode {
+    if matches!(args.command, MigrateCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Migrate);
+    }
     let Some(plan_arg) = args.plan else {
         println!("{USAGE}");
         return ExitCode::from(2);
@@ -108,6 +114,7 @@ pub(crate) fn run(args: MigrateArgs) -> ExitCode {
                     },
                 ))
             }
+            MigrateCommand::SelfTest => Ok(String::new()),
             MigrateCommand::Rollback { force } => {
                 let r = mig::rollback(&dir, force)?;
                 if let Some(w) = &r.warning {

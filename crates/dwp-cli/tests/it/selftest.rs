@@ -12,6 +12,10 @@ fn every_group_self_test_passes() {
         assert!(!stdout.contains("FAIL"), "{group}: {stdout}");
         assert_eq!(stdout.lines().count(), 1, "{group}: {stdout}");
     }
+    // Upstream's migrator names itself in its verdict line.
+    let out = crate::dwp(&["migrate", "self-test"]);
+    expect(&out, 0, "migrate self-test: OK (");
+    assert_eq!(text(&out.stdout).lines().count(), 1, "{}", text(&out.stdout));
 }
 
 #[test]
