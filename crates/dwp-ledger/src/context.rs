@@ -126,6 +126,10 @@ pub fn manifest(plan: &Plan, task: &str, sections: Option<&[String]>) -> Result<
 /// # Errors
 /// An unknown task or a summary without a fingerprint.
 pub fn freshness(plan: &Plan, task: &str, summary: &Value) -> Result<Value> {
+    // The summary is judged first: an unattributable one is stale whatever the task.
+    if !dwp::py::truthy(summary.get("inputs_fingerprint")) {
+        return Err(ContextError::Unattributable.into());
+    }
     let files = surface_hashes(plan, task)?;
     let current = rules::inputs_fingerprint(&plan.contract_id, &files);
     Ok(rules::freshness(summary, &current)?)
