@@ -58,12 +58,12 @@ pub(crate) fn run(
         AmendOutcome::Nothing { revision, contract_id } => println!(
             "OK: the live contract (revision {revision}, {}) already is this draft - nothing \
              to amend",
-            &contract_id[..contract_id.len().min(12)]
+            dwp::py::head(&contract_id, 12)
         ),
         AmendOutcome::Amended { revision, contract_id, invalidated } => println!(
             "OK: amended to revision {revision} contract {} (approval recorded; criteria \
              re-evidenced: {})",
-            &contract_id[..contract_id.len().min(12)],
+            dwp::py::head(&contract_id, 12),
             if invalidated.is_empty() { "none".to_owned() } else { invalidated.join(", ") }
         ),
     }

@@ -1,7 +1,11 @@
-//! `dwp context --plan DIR --task T [--check]` writes `context/<T>.json`, the per-task context
-//! manifest; `--check` reports whether an existing manifest is fresh against the journal.
+//! `dwp context`: the per-task context manifest.
 //!
-//! Exit codes: 0 written (or fresh), 1 `ERROR:` or `STALE:`, 2 usage.
+//! - `dwp context --plan DIR manifest --task T [--sections a,b] [--out FILE] [--md]`,
+//!   `freshness --task T --summary FILE`, `accounting [--bundle P ...]`, `self-test`: upstream
+//!   `context_manifest.py` (printed, never written into the plan; exit 0, 1 `ERROR:` or a stale
+//!   summary, 2 usage).
+//! - `dwp context --plan DIR --task T [--check]` writes our own `context/<T>.json` (the manifest
+//!   `dwp resume` reads); `--check` reports whether it is fresh against the journal.
 
 // Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
 macro_rules! println {
@@ -15,25 +19,139 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use canonical_json::Value;
-use clap::Args;
+use clap::{Args, Subcommand};
 use dwp_ledger::{self as plan, LedgerError, Plan};
+
+const USAGE: &str = "usage: dwp context --plan DIR {manifest --task T [--sections a,b] [--out \
+    FILE] [--md] | freshness --task T --summary FILE | accounting [--bundle P ...] | self-test} \
+    | dwp context --plan DIR --task T [--check]";
 
 #[derive(Debug, Args)]
 pub(crate) struct ContextArgs {
     /// The plan folder
-    #[arg(long)]
+    #[arg(long, global = true)]
     plan: Option<PathBuf>,
-    /// The task
+    /// The task (our own `context/<T>.json` form)
     #[arg(long)]
     task: Option<String>,
-    /// Only check the existing manifest's freshness
+    /// Only check the existing `context/<T>.json` freshness
     #[arg(long)]
     check: bool,
+    #[command(subcommand)]
+    command: Option<ContextCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+enum ContextCommand {
+    /// The task's context manifest as upstream derives it (JSON, or Markdown with --md)
+    Manifest {
+        #[arg(long)]
+        task: Option<String>,
+        /// Comma-separated sections to keep (the mandatory ones can never be left out)
+        #[arg(long)]
+        sections: Option<String>,
+        /// Also write the printed body to this file
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Markdown instead of JSON
+        #[arg(long)]
+        md: bool,
+    },
+    /// Compare a stored summary's inputs_fingerprint with the current one (exit 1 when stale)
+    Freshness {
+        #[arg(long)]
+        task: Option<String>,
+        /// A JSON file carrying `inputs_fingerprint`
+        #[arg(long)]
+        summary: Option<PathBuf>,
+    },
+    /// Instruction bytes, provider tokens, cost and wall-clock time, each from its own source
+    Accounting {
+        /// A bundle file whose size counts as instruction bytes (repeatable)
+        #[arg(long = "bundle")]
+        bundle: Vec<String>,
+    },
+    /// Probe the manifest rules on a scratch plan (prints `self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
+}
+
+fn pretty(doc: &Value) -> Result<String, dwp_ledger::context::Error> {
+    canonical_json::to_python(doc, canonical_json::PyFormat::PRETTY)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .map_err(|e| LedgerError::Failed(e.to_string()).into())
+}
+
+fn upstream(plan_arg: Option<PathBuf>, command: ContextCommand) -> ExitCode {
+    use dwp_ledger::context::{self as ctx, Error};
+    if matches!(command, ContextCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Context);
+    }
+    let Some(plan_arg) = plan_arg else {
+        println!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = (|| -> Result<ExitCode, Error> {
+        let dir = plan::find_plan_dir(&plan_arg)?;
+        match command {
+            ContextCommand::Manifest { task, sections, out, md } => {
+                let Some(task) = task else {
+                    println!("manifest requires --task");
+                    return Ok(ExitCode::from(2));
+                };
+                let sections: Option<Vec<String>> =
+                    sections.map(|s| s.split(',').map(|x| x.trim().to_owned()).collect());
+                let loaded = Plan::load(&dir)?;
+                let doc = ctx::manifest(&loaded, &task, sections.as_deref())?;
+                let body = if md {
+                    dwp::context_manifest::render_markdown(&doc)
+                } else {
+                    format!("{}\n", pretty(&doc)?)
+                };
+                if let Some(out) = out {
+                    let fail = |e: std::io::Error| {
+                        Error::Ledger(LedgerError::Failed(format!("{}: {e}", out.display())))
+                    };
+                    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(parent).map_err(fail)?;
+                    }
+                    std::fs::write(&out, &body).map_err(fail)?;
+                }
+                println!("{body}");
+                Ok(ExitCode::SUCCESS)
+            }
+            ContextCommand::Freshness { task, summary } => {
+                let (Some(task), Some(summary)) = (task, summary) else {
+                    println!("freshness requires --task and --summary");
+                    return Ok(ExitCode::from(2));
+                };
+                let doc = plan::read_json_named(&summary)?;
+                let loaded = Plan::load(&dir)?;
+                let verdict = ctx::freshness(&loaded, &task, &doc)?;
+                println!("{}", pretty(&verdict)?);
+                let fresh = verdict.get("verdict").and_then(Value::as_str) == Some("fresh");
+                Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            }
+            ContextCommand::Accounting { bundle } => {
+                let loaded = Plan::load(&dir)?;
+                println!("{}", pretty(&ctx::accounting(&loaded, &bundle)?)?);
+                Ok(ExitCode::SUCCESS)
+            }
+            ContextCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Context)),
+        }
+    })();
+    result.unwrap_or_else(|e| {
+        eprintln!("ERROR: {e}");
+        ExitCode::from(1)
+    })
 }
 
 pub(crate) fn run(args: ContextArgs) -> ExitCode {
+    if let Some(command) = args.command {
+        return upstream(args.plan, command);
+    }
     let (Some(plan_arg), Some(task)) = (args.plan, args.task) else {
-        println!("usage: dwp context --plan DIR --task T [--check]");
+        println!("{USAGE}");
         return ExitCode::from(2);
     };
     let result = (|| -> Result<(ExitCode, String), LedgerError> {

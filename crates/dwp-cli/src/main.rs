@@ -23,6 +23,7 @@ mod outcomes;
 mod resources;
 mod resume;
 mod scheduler;
+mod selftest;
 mod status;
 mod verify;
 mod views;
@@ -68,7 +69,7 @@ enum Command {
     Migrate(migrate::MigrateArgs),
     /// Resource envelope report, routing posture, exhaustion, settlement
     Resources(resources::ResourcesArgs),
-    /// Write the per-task context manifest (context/<T>.json)
+    /// The per-task context manifest: manifest, freshness, accounting (or context/<T>.json)
     Context(context::ContextArgs),
     /// Recover a plan: inspect, validate, project, render; list evidence to run again
     Resume(resume::ResumeArgs),
@@ -111,6 +112,9 @@ enum ContractCommand {
         #[arg(long)]
         contract: Option<PathBuf>,
     },
+    /// Probe the contract tools on a scratch contract (prints `self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +236,9 @@ enum LedgerCommand {
     Amend(amend::AmendArgs),
     /// v7 delegation: launch, observe, collect, cancel (refusals recorded, exit 5)
     Delegate(delegate::DelegateArgs),
+    /// Probe the writer on a scratch plan (prints `self-test: OK (N probes)`; needs no --plan)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 fn main() -> ExitCode {
@@ -265,6 +272,7 @@ fn read_json(path: &Path) -> Result<Value> {
 
 fn run_contract(cmd: ContractCommand) -> Result<ExitCode> {
     match cmd {
+        ContractCommand::SelfTest => Ok(selftest::run(selftest::Group::Contract)),
         ContractCommand::ComputeId { file } => {
             let doc = read_json(&file)?;
             let id =
@@ -367,6 +375,9 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 fn run_ledger(args: LedgerArgs) -> ExitCode {
+    if matches!(args.command, LedgerCommand::SelfTest) {
+        return selftest::run(selftest::Group::Ledger);
+    }
     let Some(plan_arg) = args.plan.clone() else {
         if matches!(args.command, LedgerCommand::Materialize { .. }) {
             return usage("materialize requires --plan and --contract");
@@ -436,7 +447,7 @@ fn ledger(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<ExitCo
             )?;
             println!(
                 "OK: materialized {name} contract {} (manifest, contract, approval seq {seq}){}",
-                &cid[..12.min(cid.len())],
+                dwp::py::head(&cid, 12),
                 if resumed { " — resumed an interrupted materialization" } else { "" }
             );
             Ok(ExitCode::SUCCESS)
@@ -446,7 +457,7 @@ fn ledger(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<ExitCo
             let plan = Plan::load(&dir)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let mut io_error = None;
-            let cid12 = &plan.contract_id[..12.min(plan.contract_id.len())];
+            let cid12 = dwp::py::head(&plan.contract_id, 12);
             let name = dwp::py::str_opt(plan.contract.get("plan"));
             plan::stream_journal(&plan.journal_path(), |item| {
                 let line = match item {
@@ -648,6 +659,7 @@ fn ledger(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<ExitCo
             println!("OK: {task} criteria satisfied: {}", names.join(", "));
             Ok(ExitCode::SUCCESS)
         }
+        LedgerCommand::SelfTest => Ok(selftest::run(selftest::Group::Ledger)),
         LedgerCommand::Amend(args) => amend::run(plan_arg, args, human_marker),
         LedgerCommand::Delegate(args) => delegate::run(plan_arg, force, args),
         LedgerCommand::Project => {

@@ -18,7 +18,7 @@ use clap::{Args, Subcommand};
 use dwp_ledger::migrate::{self as mig, MigrateError};
 
 const USAGE: &str = "usage: dwp migrate --plan DIR {preview | migrate --authority WHO [--note T] | \
-    rollback [--force]}";
+    rollback [--force] | self-test}";
 
 #[derive(Debug, Args)]
 pub(crate) struct MigrateArgs {
@@ -46,9 +46,15 @@ enum MigrateCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Probe the migration on a scratch v5 plan (prints `migrate self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 pub(crate) fn run(args: MigrateArgs) -> ExitCode {
+    if matches!(args.command, MigrateCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Migrate);
+    }
     let Some(plan_arg) = args.plan else {
         println!("{USAGE}");
         return ExitCode::from(2);
@@ -64,57 +70,65 @@ pub(crate) fn run(args: MigrateArgs) -> ExitCode {
                 let doc = mig::preview(&dir)?;
                 let mapping =
                     doc.get("task_mapping").and_then(Value::as_array).map_or(&[][..], |v| v);
-                let count = |c: &str| {
+                let of_class = |c: &str| -> Vec<String> {
                     mapping
                         .iter()
                         .filter(|m| m.get("class").and_then(Value::as_str) == Some(c))
-                        .count()
+                        .map(|m| dwp::py::str_opt(m.get("criterion")))
+                        .collect()
                 };
+                let re_evidence = of_class("re_evidence");
                 let cid = doc.get("contract_id").and_then(Value::as_str).unwrap_or("");
                 Ok(format!(
-                    "OK: preview written to {}/PREVIEW.json ({} task(s): {} imported, {} re_evidence, {} pending; anchor contract {})",
-                    mig::MIGRATION_DIR,
+                    "OK: preview for {} ({} tasks: {} imported-closable, {} re-evidence, {} \
+                     pending) - contract {}\n    re-evidence criteria (blocked by default until \
+                     the gates re-run under v6): {}\n    preview written to {}/PREVIEW.json - \
+                     migrate with --authority",
+                    dwp::py::str_opt(doc.get("plan")),
                     mapping.len(),
-                    count("imported"),
-                    count("re_evidence"),
-                    count("pending"),
-                    &cid[..cid.len().min(12)]
+                    of_class("imported").len(),
+                    re_evidence.len(),
+                    of_class("pending").len(),
+                    dwp::py::head(cid, 12),
+                    if re_evidence.is_empty() { "none".to_owned() } else { re_evidence.join(", ") },
+                    mig::MIGRATION_DIR,
                 ))
             }
             MigrateCommand::Migrate { authority, note } => {
-                let Some(authority) = authority else {
-                    return Ok(String::new());
-                };
-                let m = mig::migrate(&dir, &authority, note.as_deref(), SystemTime::now())?;
-                if m.already {
-                    return Ok(format!(
-                        "OK: {} is already migrated to v6 contract {} - nothing to do",
-                        m.plan,
-                        &m.contract_id[..m.contract_id.len().min(12)]
-                    ));
-                }
+                let m = mig::migrate(
+                    &dir,
+                    authority.as_deref().unwrap_or(""),
+                    note.as_deref(),
+                    SystemTime::now(),
+                )?;
                 Ok(format!(
-                    "OK: migrated {} to v6 contract {} ({} journal event(s) minted){}",
+                    "OK: {} migrated to v6 (contract {}, phases {})\n    re-evidence criteria \
+                     blocked until their gates re-run under v6: {}",
                     m.plan,
-                    &m.contract_id[..m.contract_id.len().min(12)],
-                    m.journal_events,
-                    if m.resumed { " — resumed an interrupted migration" } else { "" }
+                    dwp::py::head(&m.contract_id, 12),
+                    m.phases.join("+"),
+                    if m.re_evidence.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        m.re_evidence.join(", ")
+                    },
                 ))
             }
+            MigrateCommand::SelfTest => Ok(String::new()),
             MigrateCommand::Rollback { force } => {
-                let restored = mig::rollback(&dir, force)?;
+                let r = mig::rollback(&dir, force)?;
+                if let Some(w) = &r.warning {
+                    println!("WARNING: {w}");
+                }
                 Ok(format!(
-                    "OK: rolled back to v5 (restored {} byte for byte)",
-                    restored.join(", ")
+                    "OK: {} rolled back to v5 (manifest and state restored byte-identically; \
+                     contract.json and the journal removed)",
+                    r.plan
                 ))
             }
         }
     })();
     match result {
-        Ok(line) if line.is_empty() => {
-            println!("migrate requires --authority");
-            ExitCode::from(2)
-        }
         Ok(line) => {
             println!("{line}");
             ExitCode::SUCCESS

@@ -21,7 +21,7 @@ use dwp_ledger::{self as plan, LedgerError, Plan, Writer};
 
 const USAGE: &str = "usage: dwp outcomes --plan DIR {closure [--task T] | receipt [--evaluator \
     fresh|local] [--out FILE] | review --state S [--finding F] | control --task T --criterion AC \
-    --command CMD --artifact P [--artifact P ...] [--timeout N]}";
+    --command CMD --artifact P [--artifact P ...] [--timeout N] | self-test}";
 
 #[derive(Debug, Args)]
 pub(crate) struct OutcomesArgs {
@@ -69,6 +69,9 @@ enum OutcomesCommand {
         #[arg(long, default_value_t = 600.0)]
         timeout: f64,
     },
+    /// Probe closure, reviews and receipts on a scratch plan (prints `self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 fn pretty(doc: &Value) -> Result<String, LedgerError> {
@@ -78,6 +81,9 @@ fn pretty(doc: &Value) -> Result<String, LedgerError> {
 }
 
 pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
+    if matches!(args.command, OutcomesCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Outcomes);
+    }
     let Some(plan_arg) = args.plan else {
         println!("{USAGE}");
         return ExitCode::from(2);
@@ -111,18 +117,25 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                     total("satisfied"),
                     total("criteria"),
                     total("blocked"),
-                    &sha[..sha.len().min(16)]
+                    dwp::py::head(sha, 16)
                 );
-                // Upstream prints only the summary, on stdout; the document itself is written
-                // only with --out (outcomes.py `main`).
-                if let Some(path) = out_file {
-                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| LedgerError::Failed(e.to_string()))?;
+                // As upstream: with --out the document goes to the file and the summary to
+                // stdout; without it stdout is the document alone (pure JSON) and the summary
+                // goes to stderr.
+                match out_file {
+                    Some(path) => {
+                        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                            std::fs::create_dir_all(parent)
+                                .map_err(|e| LedgerError::Failed(e.to_string()))?;
+                        }
+                        plan::write_pretty(&path, &doc)?;
+                        println!("{summary}");
                     }
-                    plan::write_pretty(&path, &doc)?;
+                    None => {
+                        println!("{}", pretty(&doc)?);
+                        eprintln!("{summary}");
+                    }
                 }
-                println!("{summary}");
                 Ok(ExitCode::SUCCESS)
             }
             OutcomesCommand::Review { state, finding } => {
@@ -139,6 +152,7 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                 println!("OK: review {state} recorded at seq {}", dwp::projection::seq_of(&event));
                 Ok(ExitCode::SUCCESS)
             }
+            OutcomesCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Outcomes)),
             OutcomesCommand::Control { task, criterion, command, artifacts, timeout } => {
                 let (Some(task), Some(criterion), Some(command)) = (task, criterion, command)
                 else {

@@ -73,6 +73,9 @@ enum ResourcesCommand {
     },
     /// Exit 1 while an enforced limit is exhausted
     Hold,
+    /// Probe the envelope commands on a scratch plan (prints `self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 fn obj_compatible() -> Value {
@@ -110,6 +113,9 @@ fn record(dir: &std::path::Path, statement: String) -> Result<Value, LedgerError
 }
 
 pub(crate) fn run(args: ResourcesArgs) -> ExitCode {
+    if matches!(args.command, ResourcesCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Resources);
+    }
     let result = (|| -> Result<(ExitCode, String), LedgerError> {
         let declared = canonical_json::parse(args.caps.as_bytes())
             .map_err(|e| err(format!("--caps is not valid JSON: {e}")))?;
@@ -141,7 +147,9 @@ pub(crate) fn run(args: ResourcesArgs) -> ExitCode {
             effective.sources.iter().map(|(k, v)| (k.clone(), !v.is_empty())).collect();
         let usage = || Ok((ExitCode::from(2), USAGE.to_owned()));
         match args.command {
-            ResourcesCommand::Capabilities => Ok((ExitCode::SUCCESS, String::new())),
+            ResourcesCommand::Capabilities | ResourcesCommand::SelfTest => {
+                Ok((ExitCode::SUCCESS, String::new()))
+            }
             ResourcesCommand::Report => {
                 Ok((ExitCode::SUCCESS, pretty(&res::envelope_report(contract, &events, &caps))?))
             }

@@ -112,7 +112,6 @@ pub(crate) fn run(args: ResumeArgs) -> ExitCode {
                 out_dir: None,
                 reconcile: Some(Reconcile::HumanWins),
                 authority: Some(authority.clone()),
-                refresh_recorded: true,
             },
         )?;
         println!(

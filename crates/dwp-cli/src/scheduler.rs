@@ -44,6 +44,9 @@ pub(crate) enum SchedulerCommand {
         /// The plan folder
         plan: PathBuf,
     },
+    /// Probe the scheduler on a scratch plan (prints `self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 fn print_json(doc: &Value) -> Result<(), LedgerError> {
@@ -83,6 +86,9 @@ fn load(plan_arg: &Path) -> Result<(Plan, Vec<Value>), Stop> {
 }
 
 pub(crate) fn run(cmd: SchedulerCommand) -> ExitCode {
+    if matches!(cmd, SchedulerCommand::SelfTest) {
+        return crate::selftest::run(crate::selftest::Group::Scheduler);
+    }
     match dispatch(cmd) {
         Ok(code) => code,
         Err(Stop::ContractInvalid(detail)) => {
@@ -207,6 +213,7 @@ fn python_json_error(text: &str, e: &canonical_json::ParseError) -> String {
 fn dispatch(cmd: SchedulerCommand) -> Result<ExitCode, Stop> {
     let fail = |e: LedgerError| Stop::Error(e.to_string());
     match cmd {
+        SchedulerCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Scheduler)),
         SchedulerCommand::Authorize { plan: plan_arg, json, file } => {
             let (loaded, events) = load(&plan_arg)?;
             let text = read_proposal(json, file)?;

@@ -21,7 +21,7 @@ use dwp::views::{DEFAULT_VIEWS, VIEWS};
 use dwp_ledger::views::{Reconcile, RenderRequest, ViewsError, render};
 use dwp_ledger::{self as plan, LedgerError, Plan, Writer};
 
-const USAGE: &str = "usage: dwp views --plan DIR render [--view tasks,evidence,audit,completion|--all] \
+const USAGE: &str = "usage: dwp views --plan DIR {render|self-test} [--view tasks,evidence,audit,completion|--all] \
     [--out DIR] [--reconcile human-wins|generated-wins] [--authority WHO] [--force]";
 
 #[derive(Debug, Args)]
@@ -62,14 +62,19 @@ enum ViewsCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Probe rendering and the human-edit rule on a scratch plan (`self-test: OK (N probes)`)
+    #[command(name = "self-test")]
+    SelfTest,
 }
 
 pub(crate) fn run(args: ViewsArgs) -> ExitCode {
+    let ViewsCommand::Render { view, all, out, reconcile, authority, force } = args.command else {
+        return crate::selftest::run(crate::selftest::Group::Views);
+    };
     let Some(plan_arg) = args.plan else {
         println!("{USAGE}");
         return ExitCode::from(2);
     };
-    let ViewsCommand::Render { view, all, out, reconcile, authority, force } = args.command;
     let names: Vec<String> = if all {
         VIEWS.iter().map(|v| (*v).to_owned()).collect()
     } else if let Some(list) = view {
@@ -89,7 +94,6 @@ pub(crate) fn run(args: ViewsArgs) -> ExitCode {
             Mode::GeneratedWins => Reconcile::GeneratedWins,
         }),
         authority,
-        refresh_recorded: false,
     };
     let result = (|| -> Result<Vec<String>, ViewsError> {
         let dir = plan::find_plan_dir(&plan_arg)?;

@@ -53,7 +53,7 @@ pub enum AmendOutcome {
 }
 
 fn id12(id: &str) -> &str {
-    &id[..id.len().min(12)]
+    dwp::py::head(id, 12)
 }
 
 fn criteria_of(contract: &Value) -> Vec<(String, &Value)> {
@@ -132,6 +132,15 @@ fn affected_tasks(old: &Value, new: &Value, changed: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether `contracts/` holds any revision file (a `.json` not hidden, so not a pending draft).
+fn holds_a_revision(dir: &Path) -> Result<bool> {
+    Ok(fs::read_dir(dir).map_err(|e| io_fail(dir, e))?.flatten().any(|e| {
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        n.ends_with(".json") && !n.starts_with('.')
+    }))
 }
 
 /// Every recorded revision, keyed by id (for chain checking).
@@ -252,12 +261,15 @@ pub fn amend(plan_dir: &Path, req: &AmendRequest, now: SystemTime) -> Result<Ame
         )));
     }
     let digest = plan_markdown_digest(&plan.dir)?;
-    // Step 1: the chain exists, starting with revision 1 byte for byte.
-    if !contracts.is_dir() {
-        fs::create_dir_all(&contracts).map_err(|e| io_fail(&contracts, e))?;
-        let single = plan.dir.join("contract.json");
-        let r1 = contracts.join("contract.r1.json");
-        fs::copy(&single, &r1).map_err(|e| io_fail(&r1, e))?;
+    // Step 1: the chain exists, starting with revision 1 byte for byte. A crash may have left
+    // the folder without any revision in it: the copy is then still owed (and atomic, so a
+    // second crash never leaves half a revision 1).
+    fs::create_dir_all(&contracts).map_err(|e| io_fail(&contracts, e))?;
+    let single = plan.dir.join("contract.json");
+    let r1 = contracts.join("contract.r1.json");
+    if !r1.is_file() && single.is_file() && !holds_a_revision(&contracts)? {
+        let bytes = fs::read(&single).map_err(|e| io_fail(&single, e))?;
+        journal::atomic_replace(&r1, &bytes).map_err(|e| io_fail(&r1, e))?;
     }
     // Step 2: stage the stamped draft.
     if !pending.is_file() {

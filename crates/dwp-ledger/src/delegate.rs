@@ -118,6 +118,10 @@ fn enabled_addons(env: &AbilityEnv) -> Vec<String> {
 fn interface_of(spec: &str, stdout: &str) -> Option<i64> {
     let value = if let Some(field) = spec.strip_prefix("json:") {
         canonical_json::parse(stdout.trim().as_bytes()).ok()?.get(field).cloned()?
+    } else if let Some(pattern) = spec.strip_prefix("regex:") {
+        // Python `re.search(pattern, stdout).group(1)`: the first group of the first match.
+        let re = regex::Regex::new(pattern).ok()?;
+        Value::String(re.captures(stdout)?.get(1)?.as_str().to_owned())
     } else if let Some(rest) = spec.strip_prefix("file-json:") {
         let (path, field) = rest.rsplit_once('#')?;
         let path = match path.strip_prefix("~/") {

@@ -22,6 +22,7 @@ use dwp::py::repr_str;
 use dwp::validate::{self, Generation, MECHANISMS, contract_generation};
 
 pub mod amend;
+pub mod context;
 pub mod delegate;
 pub mod migrate;
 pub mod outcomes;
@@ -673,6 +674,20 @@ impl Writer {
         self.events.iter().map(seq_of).max().unwrap_or(0).max(self.seq_floor).max(self.tail_seq)
     }
 
+    /// The seq the next event takes.
+    ///
+    /// # Errors
+    /// The last seq on record is already `i64::MAX`: no further event can be numbered.
+    pub fn next_seq(&self) -> Result<i64> {
+        let last = self.last_seq();
+        last.checked_add(1).ok_or_else(|| {
+            fail(format!(
+                "the journal's last seq is {last}, the largest integer a seq can hold: no \
+                 further event can be numbered (nothing written)"
+            ))
+        })
+    }
+
     /// Builds, validates against the live contract, and durably appends one event.
     ///
     /// # Errors
@@ -703,7 +718,7 @@ impl Writer {
         let mut event = payload;
         event.insert("schema".into(), s(self.plan.generation.journal_url()));
         event.insert("type".into(), s(etype));
-        event.insert("seq".into(), int(self.last_seq() + 1));
+        event.insert("seq".into(), int(self.next_seq()?));
         event.insert("ts".into(), s(&timestamp(self.now)));
         event.insert("plan".into(), self.plan.contract.get("plan").cloned().unwrap_or(Value::Null));
         event.insert("contract_id".into(), s(contract_override.unwrap_or(&self.plan.contract_id)));
@@ -1492,11 +1507,8 @@ impl Writer {
         refuse_symlink(&log_dir)?;
         fs::create_dir_all(&log_dir).map_err(|e| io_fail(&log_dir, e))?;
         let slug = gate_slug(&joined);
-        let log_name = format!(
-            "{:03}-{}.log",
-            self.last_seq() + 1,
-            if slug.is_empty() { "gate" } else { &slug }
-        );
+        let log_name =
+            format!("{:03}-{}.log", self.next_seq()?, if slug.is_empty() { "gate" } else { &slug });
         let log_path = log_dir.join(&log_name);
         let run = run_command(&req.command, &root, req.timeout.seconds())?;
         let (exit_code, out, err) = match run {

@@ -11,7 +11,7 @@ use dwp::migrate::{self as rules, MIGRATE_IDENTITY, MappedTask, PHASE_TYPE, PREV
 
 use crate::{
     JOURNAL_NAME, LedgerError, MANIFEST_URL_V6, Plan, Writer, actor, hash_file, io_fail, obj,
-    read_json_named, repo_root, s, safe_relative, write_pretty,
+    read_json_named, s, write_pretty,
 };
 
 /// Why a migration command stopped (exit 1 either way).
@@ -70,73 +70,120 @@ fn folder_name(dir: &Path) -> String {
     dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// `json.dumps(doc, sort_keys=True, indent=2) + "\n"`, atomically.
+fn write_doc(path: &Path, doc: &Value) -> Result<()> {
+    Ok(write_pretty(path, doc)?)
+}
+
+fn head12(v: Option<&Value>) -> String {
+    dwp::py::head(&dwp::py::str_opt(v), 12).to_owned()
+}
+
+/// The repository the v5 evidence pointers are relative to: the nearest folder above the plan
+/// holding `.git` (upstream `_find_repo_root`).
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find(|p| p.join(".git").is_dir()).map(Path::to_path_buf)
+}
+
 struct Source {
     manifest: Value,
     state: Value,
     digest: String,
 }
 
+/// The live v5 pair (upstream `load_v5`'s file checks; identity checks are in the rules).
 fn read_source(dir: &Path) -> Result<Source> {
-    if dir.join("contract.json").exists() || dir.join("contracts").exists() {
-        return Err(refused("already a v6 plan (contract.json present) - nothing to migrate"));
-    }
     let manifest_path = dir.join("manifest.json");
     let state_path = dir.join("state.json");
+    if !manifest_path.is_file() || !state_path.is_file() {
+        return Err(refused(
+            "migration needs a materialized v5 plan (manifest.json + state.json) - a plan folder \
+             without both is not migratable",
+        ));
+    }
     let manifest = read_json_named(&manifest_path)?;
     let url = manifest.get("schema").and_then(Value::as_str).unwrap_or("");
-    if url == MANIFEST_URL_V6 || url == crate::MANIFEST_URL_V7 {
-        return Err(refused("already a v6 plan (v6/v7 manifest) - nothing to migrate"));
+    if url == MANIFEST_URL_V6
+        || url == crate::MANIFEST_URL_V7
+        || dir.join("contract.json").exists()
+        || dir.join("contracts").exists()
+    {
+        return Err(refused(format!(
+            "{} is already a v6 plan (v6 manifest or contract.json present) - migration is \
+             one-directional; run rollback first if this state is unexpected",
+            folder_name(dir)
+        )));
     }
     let state = read_json_named(&state_path)?;
-    let (Some(m), Some(st)) = (hash_file(&manifest_path), hash_file(&state_path)) else {
-        return Err(fail("manifest.json and state.json must be readable files"));
-    };
-    let digest = canonical_json::digest::sha256_hex(
-        format!("manifest.json {m}\nstate.json {st}\n").as_bytes(),
-    );
+    let digest = rules::source_digest(&manifest, &state);
     Ok(Source { manifest, state, digest })
 }
 
-fn resolver(dir: &Path) -> impl Fn(&str) -> bool + '_ {
-    move |p: &str| safe_relative(p) && (dir.join(p).is_file() || repo_root(dir).join(p).is_file())
-}
-
 fn mapped(dir: &Path, src: &Source) -> Result<Vec<MappedTask>> {
-    let folder = folder_name(dir);
-    let resolve = resolver(dir);
-    rules::map_tasks(&folder, &src.manifest, &src.state, &resolve)
+    let root = git_root(dir);
+    let resolve = |p: &str| {
+        let path = Path::new(p);
+        (path.is_absolute() && path.is_file())
+            || dir.join(p).is_file()
+            || root.as_ref().is_some_and(|r| r.join(p).is_file())
+    };
+    rules::map_tasks(&folder_name(dir), &src.manifest, &src.state, &resolve)
         .map_err(|e| refused(e.to_string()))
 }
 
-fn anchor_id(
+fn synthesize(
     dir: &Path,
     src: &Source,
     tasks: &[MappedTask],
     authority: &str,
-) -> Result<(Value, String)> {
+) -> (Value, Vec<String>) {
     let doc =
         rules::anchor_contract(&folder_name(dir), &src.manifest, &src.state, tasks, authority);
     let errors = dwp::validate::contract_errors(&doc, None);
-    if let Some(first) = errors.into_iter().next() {
-        return Err(fail(format!("the synthesized contract is invalid: {first}")));
-    }
-    let id = contract_id(&doc).map_err(|e| fail(e.to_string()))?;
-    Ok((doc, id))
+    (doc, errors)
+}
+
+fn contract_id_of(doc: &Value) -> Result<String> {
+    contract_id(doc).map_err(|e| fail(e.to_string()))
 }
 
 /// `preview`: writes `migration_v5/PREVIEW.json`; changes no v5 bytes.
 ///
 /// # Errors
-/// A foreign or lossy input (refused), I/O.
+/// A foreign or lossy input, a migration in progress or done, a synthesized contract that
+/// would not validate (all refused), I/O.
 pub fn preview(dir: &Path) -> Result<Value> {
     let src = read_source(dir)?;
     let tasks = mapped(dir, &src)?;
-    let (_, cid) = anchor_id(dir, &src, &tasks, PREVIEW_AUTHORITY)?;
+    if let Some(phase) = load_marker(dir)? {
+        let done: Vec<String> = phase
+            .get("completed")
+            .and_then(Value::as_array)
+            .unwrap_or(&[])
+            .iter()
+            .map(dwp::py::str_of)
+            .collect();
+        if phase.get("rolled_back") != Some(&Value::Bool(true)) && !done.is_empty() {
+            return Err(refused(format!(
+                "a migration is in progress or done (phases: {}) - resume it with migrate, or \
+                 rollback first",
+                done.join(", ")
+            )));
+        }
+    }
+    let (contract, errors) = synthesize(dir, &src, &tasks, PREVIEW_AUTHORITY);
+    if let Some(first) = errors.first() {
+        return Err(refused(format!(
+            "the synthesized contract does not validate: {first} - refusing to preview a plan \
+             whose migration could never complete"
+        )));
+    }
+    let cid = contract_id_of(&contract)?;
     let doc = rules::preview(&folder_name(dir), &src.digest, &tasks, &cid);
     let mdir = dir.join(MIGRATION_DIR);
     crate::refuse_symlink(&mdir)?;
     fs::create_dir_all(&mdir).map_err(|e| io_fail(&mdir, e))?;
-    write_pretty(&mdir.join("PREVIEW.json"), &doc)?;
+    write_doc(&mdir.join("PREVIEW.json"), &doc)?;
     Ok(doc)
 }
 
@@ -144,20 +191,9 @@ fn phase_path(dir: &Path) -> PathBuf {
     dir.join(MIGRATION_DIR).join("PHASE.json")
 }
 
-fn completed(phase: &Value, name: &str) -> bool {
-    phase
-        .get("completed")
-        .and_then(Value::as_array)
-        .is_some_and(|c| c.iter().any(|p| p.as_str() == Some(name)))
-}
-
-fn mark(dir: &Path, phase: &mut Value, name: &str) -> Result<()> {
-    if let Some(Value::Array(list)) = phase.as_object_mut().and_then(|o| o.get_mut("completed"))
-        && !list.iter().any(|p| p.as_str() == Some(name))
-    {
-        list.push(s(name));
-    }
-    Ok(write_pretty(&phase_path(dir), phase)?)
+fn load_marker(dir: &Path) -> Result<Option<Value>> {
+    let path = phase_path(dir);
+    if path.is_file() { Ok(Some(read_json_named(&path)?)) } else { Ok(None) }
 }
 
 /// What `migrate` did.
@@ -167,305 +203,462 @@ pub struct Migrated {
     pub plan: String,
     /// The new contract id.
     pub contract_id: String,
-    /// Events the migration minted.
+    /// Events in the journal once the migration's own were written.
     pub journal_events: usize,
     /// True when an earlier run had started.
     pub resumed: bool,
     /// True when every phase had already completed (nothing was done).
     pub already: bool,
+    /// The completed phases, in order.
+    pub phases: Vec<String>,
+    /// The criteria that stay blocked until their gates re-run under v6.
+    pub re_evidence: Vec<String>,
 }
 
-/// `migrate --authority WHO`: backup → contract → manifest → journal → project, resumable.
+/// What `rollback` did.
+#[derive(Clone, Debug)]
+pub struct RolledBack {
+    /// The plan.
+    pub plan: String,
+    /// The restored files.
+    pub restored: Vec<String>,
+    /// Set when `--force` discarded post-migration events (the warning to print).
+    pub warning: Option<String>,
+}
+
+fn set_field(doc: &mut Value, key: &str, value: Value) {
+    if let Some(map) = doc.as_object_mut() {
+        map.insert(key.to_owned(), value);
+    }
+}
+
+fn copy_preserving(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).map_err(|e| io_fail(to, e))?;
+    if let Ok(modified) = fs::metadata(from).and_then(|m| m.modified())
+        && let Ok(file) = fs::File::options().write(true).open(to)
+    {
+        let _ = file.set_modified(modified);
+    }
+    Ok(())
+}
+
+/// `migrate --authority WHO`: backup → contract → manifest → journal → project, each phase
+/// recorded in `PHASE.json` so a rerun resumes at the first missing one.
 ///
 /// # Errors
-/// No preview, a changed source, I/O and journal failures.
+/// No authority, no preview, changed records or world, a stale marker, a stamped contract or
+/// pointer that differs (all refused), I/O and journal failures.
 pub fn migrate(
     dir: &Path,
     authority: &str,
     note: Option<&str>,
     now: SystemTime,
 ) -> Result<Migrated> {
-    if authority.trim().is_empty() {
-        return Err(refused("migrate requires --authority (the human who owns the migration)"));
+    if authority.is_empty() {
+        return Err(refused("migrate requires --authority WHO"));
     }
     let mdir = dir.join(MIGRATION_DIR);
     let preview_path = mdir.join("PREVIEW.json");
     if !preview_path.is_file() {
-        return Err(refused("no migration_v5/PREVIEW.json - run preview first and read it"));
+        return Err(refused(
+            "no preview on record - run preview first; migration without a recorded preview is \
+             exactly the silent migration RFC 9.3 forbids",
+        ));
     }
     let preview = read_json_named(&preview_path)?;
-    let existing_phase =
-        if phase_path(dir).is_file() { Some(read_json_named(&phase_path(dir))?) } else { None };
-    let resumed = existing_phase.is_some();
-    let already =
-        existing_phase.as_ref().is_some_and(|p| PHASES.iter().all(|name| completed(p, name)));
-    // The source is the live v5 pair, or the backup once the manifest was rewritten.
     let backup = mdir.join("backup");
-    let src = if existing_phase.as_ref().is_some_and(|p| completed(p, "backup")) {
-        verify_backup(dir)?;
-        read_source(&backup)
-            .map_err(|_| fail("the backup pair cannot be read - restore it from an export"))?
+    // A resumed run anchors to the verified backup pair, never to post-swap bytes.
+    let src = if backup.join("state.json").is_file() {
+        let manifest = read_json_named(&backup.join("manifest.json"))?;
+        let state = read_json_named(&backup.join("state.json"))?;
+        let digest = rules::source_digest(&manifest, &state);
+        Source { manifest, state, digest }
     } else {
         read_source(dir)?
     };
+    let tasks = mapped(dir, &src)?;
     if preview.get("source_digest").and_then(Value::as_str) != Some(src.digest.as_str()) {
-        return Err(refused("records changed since the preview - run preview again and review it"));
+        return Err(refused(format!(
+            "the v5 records changed since the preview (digest {} -> {}) - preview again; \
+             migrating stale mapping would record the wrong history",
+            head12(preview.get("source_digest")),
+            dwp::py::head(&src.digest, 12)
+        )));
     }
-    let folder = folder_name(dir);
-    let tasks = {
-        let resolve = resolver(dir);
-        rules::map_tasks(&folder, &src.manifest, &src.state, &resolve)
-            .map_err(|e| refused(e.to_string()))?
-    };
-    let (_, anchor) = anchor_id(dir, &src, &tasks, PREVIEW_AUTHORITY)?;
+    let anchor = contract_id_of(&synthesize(dir, &src, &tasks, PREVIEW_AUTHORITY).0)?;
     if preview.get("contract_id").and_then(Value::as_str) != Some(anchor.as_str()) {
-        return Err(refused(
-            "the v5 world changed since the preview (evidence appeared or vanished) - run preview \
-             again and review it",
-        ));
+        return Err(refused(format!(
+            "the v5 world changed since the preview (preview contract {}, current {}) - evidence \
+             resolution differs even though the record digest matches; preview again (rollback \
+             first if a migration is already in flight)",
+            head12(preview.get("contract_id")),
+            dwp::py::head(&anchor, 12)
+        )));
     }
-    let (contract, cid) = anchor_id(dir, &src, &tasks, authority)?;
-    let mut phase = existing_phase.unwrap_or_else(|| {
+    // Divergence: a rolled-back marker starts a fresh migration (upstream would skip every
+    // phase and report success).
+    let existing = load_marker(dir)?.filter(|m| m.get("rolled_back") != Some(&Value::Bool(true)));
+    let resumed = existing.is_some();
+    let mut marker = existing.unwrap_or_else(|| {
         Value::Object(obj([
             ("type", s(PHASE_TYPE)),
             ("source_digest", s(&src.digest)),
             ("completed", Value::Array(Vec::new())),
-            ("backup_digests", Value::Null),
-            ("contract_id", s(&cid)),
-            ("authority", s(authority)),
-            ("journal_events", Value::Null),
         ]))
     });
-    if phase.get("contract_id").and_then(Value::as_str) != Some(cid.as_str()) {
-        return Err(refused(format!(
-            "an earlier migration by {} is in progress - resume it with the same authority",
-            dwp::py::repr_opt(phase.get("authority"))
-        )));
+    if marker.get("source_digest").and_then(Value::as_str) != Some(src.digest.as_str()) {
+        return Err(refused(
+            "the phase marker belongs to different v5 records - rollback or remove the stale \
+             migration folder before migrating",
+        ));
     }
-    if !completed(&phase, "backup") {
+    let mut completed: Vec<String> = marker
+        .get("completed")
+        .and_then(Value::as_array)
+        .unwrap_or(&[])
+        .iter()
+        .map(dwp::py::str_of)
+        .collect();
+    let already = PHASES.iter().all(|p| completed.iter().any(|c| c == p));
+    let done = |completed: &[String], p: &str| completed.iter().any(|c| c == p);
+    let list = |completed: &[String]| Value::Array(completed.iter().map(|c| s(c)).collect());
+    if !done(&completed, "backup") {
+        crate::refuse_symlink(&backup)?;
         fs::create_dir_all(&backup).map_err(|e| io_fail(&backup, e))?;
-        let mut digests = canonical_json::Map::new();
+        let mut record = canonical_json::Map::new();
         for name in ["manifest.json", "state.json"] {
+            let from = dir.join(name);
             let to = backup.join(name);
-            fs::copy(dir.join(name), &to).map_err(|e| io_fail(&to, e))?;
-            digests.insert(name.to_owned(), s(&hash_file(&to).unwrap_or_default()));
+            if to.is_file() {
+                if hash_file(&to) != hash_file(&from) {
+                    return Err(refused(format!(
+                        "backup/{name} exists but differs from the live v5 file - restore it by \
+                         hand or remove the stale migration folder"
+                    )));
+                }
+            } else {
+                copy_preserving(&from, &to)?;
+            }
+            record.insert(name.to_owned(), hash_file(&to).map_or(Value::Null, |d| s(&d)));
         }
-        if hash_file(&dir.join("manifest.json"))
-            != digests.get("manifest.json").and_then(Value::as_str).map(str::to_owned)
-            || hash_file(&dir.join("state.json"))
-                != digests.get("state.json").and_then(Value::as_str).map(str::to_owned)
-        {
-            return Err(fail("the backup does not match the v5 files - nothing was changed"));
+        set_field(&mut marker, "backup_digests", Value::Object(record.clone()));
+        write_doc(&backup.join("BACKUP.json"), &Value::Object(record))?;
+        completed.push("backup".to_owned());
+    }
+    if !done(&completed, "contract") {
+        let (contract, errors) = synthesize(dir, &src, &tasks, authority);
+        if let Some(first) = errors.first() {
+            return Err(refused(format!("synthesized contract invalid: {first}")));
         }
-        write_pretty(
-            &mdir.join("BACKUP.json"),
-            &Value::Object(obj([("files", Value::Object(digests.clone()))])),
-        )?;
-        if let Some(o) = phase.as_object_mut() {
-            o.insert("backup_digests".to_owned(), Value::Object(digests));
+        let cid = contract_id_of(&contract)?;
+        if dir.join("contracts").is_dir() {
+            return Err(refused(
+                "a contracts/ revision chain exists - this plan is already under v6 amendments \
+                 and is not a migration candidate",
+            ));
         }
-        mark(dir, &mut phase, "backup")?;
-    }
-    if !completed(&phase, "contract") {
-        let mut stamped = contract.clone();
-        if let Some(o) = stamped.as_object_mut() {
-            o.insert("contract_id".to_owned(), s(&cid));
+        let path = dir.join("contract.json");
+        if path.is_file() {
+            let existing = read_json_named(&path)?;
+            if existing.get("contract_id").and_then(Value::as_str) != Some(cid.as_str()) {
+                return Err(refused(format!(
+                    "contract.json carries {} but this migration synthesizes {} - never rewrite \
+                     a stamped contract; rollback first",
+                    dwp::py::repr_opt(existing.get("contract_id")),
+                    dwp::py::repr_str(&cid)
+                )));
+            }
+        } else {
+            let mut stamped = contract;
+            set_field(&mut stamped, "contract_id", s(&cid));
+            write_doc(&path, &stamped)?;
         }
-        write_pretty(&dir.join("contract.json"), &stamped)?;
-        mark(dir, &mut phase, "contract")?;
+        set_field(&mut marker, "contract_id", s(&cid));
+        set_field(&mut marker, "authority", s(authority));
+        completed.push("contract".to_owned());
     }
-    if !completed(&phase, "manifest") {
-        let manifest = Value::Object(obj([
-            ("schema", s(MANIFEST_URL_V6)),
-            ("plan", s(&folder)),
-            ("contract", Value::Object(obj([("id", s(&cid)), ("path", s("contract.json"))]))),
-        ]));
-        write_pretty(&dir.join("manifest.json"), &manifest)?;
-        mark(dir, &mut phase, "manifest")?;
-    }
-    let plan = Plan::load(dir)?;
-    let mut writer = Writer::open(plan, false, now)?;
-    if !completed(&phase, "journal") {
-        let minted = write_history(&mut writer, &folder, &src.digest, &tasks, authority, note)?;
-        if let Some(o) = phase.as_object_mut() {
-            o.insert("journal_events".to_owned(), minted.into());
+    let cid = marker.get("contract_id").and_then(Value::as_str).unwrap_or("").to_owned();
+    let folder = folder_name(dir);
+    if !done(&completed, "manifest") {
+        if !backup.join("manifest.json").is_file() {
+            return Err(refused(
+                "the v5 manifest backup is missing - the swap never happens without it",
+            ));
         }
-        mark(dir, &mut phase, "journal")?;
+        let path = dir.join("manifest.json");
+        let current = read_json_named(&path)?;
+        if current.get("schema").and_then(Value::as_str) == Some(MANIFEST_URL_V6) {
+            if current.pointer("/contract/id").and_then(Value::as_str) != Some(cid.as_str()) {
+                return Err(refused(format!(
+                    "manifest points at {} but this migration is {} - never rewrite a pointer; \
+                     rollback first",
+                    dwp::py::repr_opt(current.pointer("/contract/id")),
+                    dwp::py::repr_str(&cid)
+                )));
+            }
+        } else {
+            let manifest = Value::Object(obj([
+                ("schema", s(MANIFEST_URL_V6)),
+                ("plan", s(&folder)),
+                ("contract", Value::Object(obj([("id", s(&cid)), ("path", s("contract.json"))]))),
+            ]));
+            write_doc(&path, &manifest)?;
+        }
+        completed.push("manifest".to_owned());
     }
-    if !completed(&phase, "project") {
-        writer.project()?;
-        mark(dir, &mut phase, "project")?;
+    set_field(&mut marker, "completed", list(&completed));
+    write_doc(&phase_path(dir), &marker)?;
+    if !done(&completed, "journal") || !done(&completed, "project") {
+        let plan = Plan::load(dir)?;
+        let mut writer = Writer::open(plan, false, now)?;
+        if !done(&completed, "journal") {
+            let root = git_root(dir).unwrap_or_else(|| dir.to_path_buf());
+            let count = write_history(
+                &mut writer,
+                &HistoryRequest {
+                    folder: &folder,
+                    digest: &src.digest,
+                    tasks: &tasks,
+                    authority,
+                    note,
+                    cwd: &root,
+                },
+            )?;
+            set_field(&mut marker, "journal_events", count.into());
+            completed.push("journal".to_owned());
+            set_field(&mut marker, "completed", list(&completed));
+            write_doc(&phase_path(dir), &marker)?;
+        }
+        if !done(&completed, "project") {
+            writer.project()?;
+            completed.push("project".to_owned());
+            set_field(&mut marker, "completed", list(&completed));
+            write_doc(&phase_path(dir), &marker)?;
+        }
+        writer.close()?;
     }
-    writer.close()?;
-    let journal_events = phase
+    let journal_events = marker
         .get("journal_events")
         .and_then(Value::as_i64)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
-    Ok(Migrated { plan: folder, contract_id: cid, journal_events, resumed, already })
+    let re_evidence =
+        tasks.iter().filter(|t| t.class == "re_evidence").map(|t| t.criterion.clone()).collect();
+    Ok(Migrated {
+        plan: folder,
+        contract_id: cid,
+        journal_events,
+        resumed,
+        already,
+        phases: completed,
+        re_evidence,
+    })
 }
 
-/// One event the migration mints: type, payload, actor, note, trust, evidence path.
-type Planned<'a> = (&'a str, canonical_json::Map, Value, String, Option<&'a str>, Option<String>);
+struct HistoryRequest<'a> {
+    folder: &'a str,
+    digest: &'a str,
+    tasks: &'a [MappedTask],
+    authority: &'a str,
+    note: Option<&'a str>,
+    cwd: &'a Path,
+}
 
-/// Appends the migrated history; events already present (by note) are not appended again.
-/// Returns the number of events the migration owns in the journal.
-fn write_history(
+/// Appends `etype` unless an event with the same content (type, payload, actor identity,
+/// contract) is on record (upstream `append(..., idempotent=True)`).
+fn append_once(
     writer: &mut Writer,
-    folder: &str,
-    digest: &str,
-    tasks: &[MappedTask],
-    authority: &str,
+    etype: &str,
+    payload: canonical_json::Map,
+    who: Value,
     note: Option<&str>,
-) -> Result<usize> {
-    let d16 = &digest[..16.min(digest.len())];
-    let helper = actor("helper", MIGRATE_IDENTITY);
-    let mut planned: Vec<Planned<'_>> = Vec::new();
-    planned.push((
-        "approval",
-        obj([
-            ("authority", s(authority)),
-            ("mechanism", s("pre_authorization")),
-            ("plan_digest", s(digest)),
-        ]),
-        actor("human", authority),
-        format!(
-            "migration from v5 approved (source digest {d16}){}",
-            note.map(|n| format!(": {n}")).unwrap_or_default()
-        ),
-        None,
-        None,
-    ));
-    for t in tasks.iter().filter(|t| t.class != "pending") {
-        planned.push((
-            "task_start",
-            obj([("task", s(&t.v6_id))]),
-            helper.clone(),
-            format!("migrated: v5 {folder} task {} start (source digest {d16})", t.v5_id),
-            None,
-            None,
-        ));
-        for gate in &t.gates {
-            let index = gate.get("index").and_then(Value::as_i64).unwrap_or(0);
-            let imported = gate.get("import_as").and_then(Value::as_str) == Some("imported");
-            let passes = gate.get("passes").and_then(Value::as_bool) == Some(true);
-            let exit =
-                gate.get("exit_code").and_then(Value::as_i64).unwrap_or(if passes { 0 } else { 1 });
-            let command: String = gate
-                .get("command")
-                .map(dwp::py::str_of)
-                .unwrap_or_default()
-                .chars()
-                .take(500)
-                .collect();
-            planned.push((
-                "gate_run",
-                obj([
-                    (
-                        "command",
-                        s(if command.is_empty() {
-                            "(v5 gate without a command)"
-                        } else {
-                            &command
-                        }),
-                    ),
-                    ("cwd", s(".")),
-                    ("timeout_seconds", 1i64.into()),
-                    ("exit_code", exit.into()),
-                    ("task", s(&t.v6_id)),
-                    ("criterion", s(&t.criterion)),
-                ]),
-                helper.clone(),
-                format!(
-                    "migrated: v5 {folder} task {} gate {index} (source digest {d16})",
-                    t.v5_id
-                ),
-                Some(if imported { "imported" } else { "asserted" }),
-                if imported {
-                    gate.get("evidence").and_then(Value::as_str).map(str::to_owned)
-                } else {
-                    None
-                },
-            ));
-        }
+    trust: Option<&str>,
+    evidence: Option<&str>,
+) -> Result<()> {
+    let mut wanted = payload.clone();
+    if let Some(t) = trust {
+        wanted.insert("trust".to_owned(), s(t));
     }
-    let count = |c: &str| tasks.iter().filter(|t| t.class == c).count();
-    planned.push((
-        "observation",
-        obj([(
-            "statement",
-            s(&format!(
-                "migrated from v5: {} task(s) - {} imported, {} to re-evidence, {} pending",
-                tasks.len(),
-                count("imported"),
-                count("re_evidence"),
-                count("pending")
-            )),
-        )]),
-        helper.clone(),
-        format!("migration preview (source digest {d16})"),
-        Some("imported"),
-        Some(format!("{MIGRATION_DIR}/PREVIEW.json")),
-    ));
-    let total = planned.len();
-    for (etype, payload, who, note, trust, evidence) in planned {
-        let present = writer.events.iter().any(|e| {
-            e.get("type").and_then(Value::as_str) == Some(etype)
-                && e.get("note").and_then(Value::as_str) == Some(note.as_str())
-        });
-        if !present {
-            writer.append_raw(etype, payload, who, Some(&note), trust, evidence.as_deref())?;
-        }
+    if let Some(e) = evidence {
+        wanted.insert("evidence_path".to_owned(), s(e));
     }
-    Ok(total)
-}
-
-fn verify_backup(dir: &Path) -> Result<()> {
-    let mdir = dir.join(MIGRATION_DIR);
-    let record = read_json_named(&mdir.join("BACKUP.json"))?;
-    for name in ["manifest.json", "state.json"] {
-        let want =
-            record.pointer(&format!("/files/{}", name.replace('~', "~0").replace('/', "~1")));
-        let have = hash_file(&mdir.join("backup").join(name));
-        if want.and_then(Value::as_str) != have.as_deref() || have.is_none() {
-            return Err(fail(format!(
-                "backup {name} does not match its recorded digest - refusing to restore it"
-            )));
-        }
+    let wanted = Value::Object(wanted);
+    let cid = s(&writer.plan.contract_id);
+    let key = dwp::projection::content_key(&s(etype), &wanted, Some(&who), &cid);
+    let present = writer.events.iter().any(|e| {
+        e.get("type").and_then(Value::as_str) == Some(etype)
+            && dwp::projection::content_key(
+                &s(etype),
+                &dwp::projection::payload_of(e),
+                e.get("actor"),
+                e.get("contract_id").unwrap_or(&Value::Null),
+            ) == key
+    });
+    if !present {
+        writer.append_raw(etype, payload, who, note, trust, evidence)?;
     }
     Ok(())
 }
 
-/// `rollback [--force]`: restores the v5 pair byte for byte.
+/// Writes the migrated history; returns the number of events in the journal afterwards.
+fn write_history(writer: &mut Writer, req: &HistoryRequest<'_>) -> Result<usize> {
+    let d12 = dwp::py::head(req.digest, 12);
+    let default_note = format!(
+        "migrated from v5 plan {} (preview + source digest {d12} are the recorded \
+         pre-authorization)",
+        req.folder
+    );
+    append_once(
+        writer,
+        "approval",
+        obj([
+            ("authority", s(req.authority)),
+            ("mechanism", s("pre_authorization")),
+            ("plan_digest", s(req.digest)),
+        ]),
+        actor("human", req.authority),
+        Some(req.note.filter(|n| !n.is_empty()).unwrap_or(&default_note)),
+        None,
+        None,
+    )?;
+    let helper = actor("helper", MIGRATE_IDENTITY);
+    let cwd = std::path::absolute(req.cwd).unwrap_or_else(|_| req.cwd.to_path_buf());
+    let cwd = cwd.to_string_lossy().into_owned();
+    for t in req.tasks.iter().filter(|t| t.status != "pending") {
+        append_once(
+            writer,
+            "task_start",
+            obj([("task", s(&t.v6_id))]),
+            helper.clone(),
+            Some(&format!("migrated from v5 task {} (status {})", t.v5_id, t.status)),
+            None,
+            None,
+        )?;
+        for gate in &t.gates {
+            let command = gate.get("command").cloned().unwrap_or(Value::Null);
+            let exit = gate.get("exit_code").cloned().unwrap_or(Value::Null);
+            let resolvable = gate.get("resolvable").and_then(Value::as_bool) == Some(true);
+            let evidence =
+                if resolvable { gate.get("evidence").and_then(Value::as_str) } else { None };
+            // One v5 record, one event: a rerun finds it and appends nothing.
+            let recorded = writer.events.iter().any(|e| {
+                e.get("type").and_then(Value::as_str) == Some("gate_run")
+                    && e.get("task").and_then(Value::as_str) == Some(t.v6_id.as_str())
+                    && e.get("criterion").and_then(Value::as_str) == Some(t.criterion.as_str())
+                    && e.get("command") == Some(&command)
+                    && e.get("exit_code") == Some(&exit)
+                    && e.get("evidence_path").and_then(Value::as_str) == evidence
+            });
+            if recorded {
+                continue;
+            }
+            let source = format!(
+                "v5 {} task {} gate {} (source digest {d12})",
+                req.folder,
+                t.v5_id,
+                dwp::py::str_opt(gate.get("index"))
+            );
+            let note: String = format!("migrated: {source}").chars().take(500).collect();
+            writer.append_raw(
+                "gate_run",
+                obj([
+                    ("command", command),
+                    ("cwd", s(&cwd)),
+                    ("timeout_seconds", 600i64.into()),
+                    ("exit_code", exit),
+                    ("task", s(&t.v6_id)),
+                    ("criterion", s(&t.criterion)),
+                ]),
+                helper.clone(),
+                Some(&note),
+                Some(if resolvable { "imported" } else { "asserted" }),
+                evidence,
+            )?;
+        }
+    }
+    let imported = req
+        .tasks
+        .iter()
+        .flat_map(|t| t.gates.iter())
+        .filter(|g| g.get("resolvable").and_then(Value::as_bool) == Some(true))
+        .count();
+    append_once(
+        writer,
+        "observation",
+        obj([(
+            "statement",
+            s(&format!(
+                "migrated from v5 plan {}: {} tasks mapped, {imported} gate records imported \
+                 (source digest {d12})",
+                req.folder,
+                req.tasks.len()
+            )),
+        )]),
+        helper,
+        None,
+        Some("imported"),
+        Some(&format!("{MIGRATION_DIR}/PREVIEW.json")),
+    )?;
+    Ok(writer.events.len())
+}
+
+/// `rollback [--force]`: restores the v5 manifest and state byte for byte from the verified
+/// backup, removes `contract.json` and the journal, and marks the marker `rolled_back`.
 ///
 /// # Errors
-/// No migration, a corrupt backup, post-migration work without `force`, I/O.
-pub fn rollback(dir: &Path, force: bool) -> Result<Vec<String>> {
+/// No marker, a backup that fails its digest, post-migration events without `force` (all
+/// refused), a held lock, I/O.
+pub fn rollback(dir: &Path, force: bool) -> Result<RolledBack> {
     let mdir = dir.join(MIGRATION_DIR);
-    if !phase_path(dir).is_file() {
-        return Err(refused("no migration to roll back (migration_v5/PHASE.json is missing)"));
+    let Some(mut marker) = load_marker(dir)?
+        .filter(|m| m.get("completed").and_then(Value::as_array).is_some_and(|c| !c.is_empty()))
+    else {
+        return Err(refused("no migration marker - nothing to roll back"));
+    };
+    let backup = mdir.join("backup");
+    let record = read_json_named(&backup.join("BACKUP.json"))?;
+    let names: Vec<String> =
+        record.as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+    for name in &names {
+        let path = backup.join(name);
+        let want = record.get(name).and_then(Value::as_str);
+        if !crate::safe_relative(name) || want.is_none() || hash_file(&path).as_deref() != want {
+            return Err(refused(format!(
+                "backup/{name} is missing or fails its recorded digest - the v5 bytes cannot be \
+                 restored verifiably; fix the backup by hand"
+            )));
+        }
     }
-    let phase = read_json_named(&phase_path(dir))?;
-    verify_backup(dir)?;
-    let minted = phase.get("journal_events").and_then(Value::as_i64).unwrap_or(0);
-    let live = crate::read_journal(&dir.join(JOURNAL_NAME))?.events.len();
-    if i64::try_from(live).unwrap_or(i64::MAX) > minted && !force {
-        return Err(refused(format!(
-            "the journal holds {live} event(s) but the migration minted {minted} - post-migration \
-             v6 work is real history and is not silently deleted; pass --force to discard it \
-             deliberately"
-        )));
+    let mut warning = None;
+    let journal = dir.join(JOURNAL_NAME);
+    if journal.is_file() {
+        let text = fs::read_to_string(&journal).map_err(|e| io_fail(&journal, e))?;
+        let live = i64::try_from(text.lines().filter(|l| !l.trim().is_empty()).count())
+            .unwrap_or(i64::MAX);
+        if let Some(minted) = marker
+            .get("journal_events")
+            .filter(|v| matches!(v, Value::Number(_)))
+            .and_then(Value::as_i64)
+            && live > minted
+        {
+            let message = format!(
+                "the journal carries {live} events, {} more than the migration minted - \
+                 post-migration v6 work is real history and is not silently deleted",
+                live - minted
+            );
+            if !force {
+                return Err(refused(format!("{message}; pass --force to discard it deliberately")));
+            }
+            warning = Some(format!("{message} (--force)"));
+        }
     }
     if dir.join(".ledger.lock").exists() {
         return Err(fail("the plan lock is held - a writer is running; retry when it is done"));
     }
-    let mut restored = Vec::new();
-    for name in ["manifest.json", "state.json"] {
-        let bytes = fs::read(mdir.join("backup").join(name)).map_err(|e| io_fail(&mdir, e))?;
-        journal::atomic_replace(dir.join(name), &bytes).map_err(|e| io_fail(&dir.join(name), e))?;
-        restored.push(name.to_owned());
+    for name in &names {
+        copy_preserving(&backup.join(name), &dir.join(name))?;
     }
-    for name in ["contract.json", JOURNAL_NAME, crate::EVIDENCE_NAME] {
+    for name in ["contract.json", JOURNAL_NAME] {
         let p = dir.join(name);
         if p.is_file() {
             fs::remove_file(&p).map_err(|e| io_fail(&p, e))?;
@@ -475,10 +668,15 @@ pub fn rollback(dir: &Path, force: bool) -> Result<Vec<String>> {
     if views.is_dir() && fs::read_dir(&views).map(|mut r| r.next().is_none()).unwrap_or(false) {
         let _ = fs::remove_dir(&views);
     }
-    let _ = fs::remove_file(phase_path(dir));
-    write_pretty(
+    set_field(&mut marker, "rolled_back", Value::Bool(true));
+    write_doc(&phase_path(dir), &marker)?;
+    let mut restored = names.clone();
+    restored.sort();
+    write_doc(
         &mdir.join("ROLLED_BACK.json"),
         &Value::Object(obj([("restored", Value::Array(restored.iter().map(|r| s(r)).collect()))])),
     )?;
-    Ok(restored)
+    let plan =
+        marker.get("plan").and_then(Value::as_str).map_or_else(|| folder_name(dir), str::to_owned);
+    Ok(RolledBack { plan, restored, warning })
 }

@@ -141,35 +141,6 @@ impl Writer {
                 req.task
             )));
         };
-        let head = req.command.split_whitespace().next().unwrap_or("");
-        let base = head.rsplit('/').next().unwrap_or(head);
-        let declared: Vec<&str> = self
-            .plan
-            .contract
-            .pointer("/scope/allowed_command_classes")
-            .and_then(Value::as_array)
-            .unwrap_or(&[])
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        if !declared.contains(&base) {
-            let mut sorted: Vec<String> = declared.iter().map(|c| repr_str(c)).collect();
-            sorted.sort();
-            return Err(fail(format!(
-                "control command {} is outside the contract declared command classes [{}]",
-                repr_str(head),
-                sorted.join(", ")
-            )));
-        }
-        let root = self.plan.repo_root();
-        for a in &req.artifacts {
-            if !crate::safe_relative(a) || !root.join(a).is_file() {
-                return Err(fail(format!(
-                    "control artifact {} does not resolve to a file inside the repository",
-                    repr_str(a)
-                )));
-            }
-        }
         let fingerprint = start.get("fingerprint").cloned();
         let revision = fingerprint
             .as_ref()
@@ -183,21 +154,59 @@ impl Writer {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
+        // A host with no starting revision (not a git repository, or an attempt recorded
+        // without a fingerprint) has no old leg to run: the verdict is control_unavailable, decided
+        // before the command class and the artifacts are looked at (as upstream).
+        let root = self.plan.repo_root();
+        if fingerprint.is_some() && revision != "none" {
+            let head = req.command.split_whitespace().next().unwrap_or("");
+            let base = head.rsplit('/').next().unwrap_or(head);
+            let declared: Vec<&str> = self
+                .plan
+                .contract
+                .pointer("/scope/allowed_command_classes")
+                .and_then(Value::as_array)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            if !declared.contains(&base) {
+                let mut sorted: Vec<String> = declared.iter().map(|c| repr_str(c)).collect();
+                sorted.sort();
+                return Err(fail(format!(
+                    "control command {} is outside the contract declared command classes [{}]",
+                    repr_str(head),
+                    sorted.join(", ")
+                )));
+            }
+        }
+        let runs_old_leg = fingerprint.is_some() && revision != "none";
+        for a in &req.artifacts {
+            if !crate::safe_relative(a) || (runs_old_leg && !root.join(a).is_file()) {
+                return Err(fail(format!(
+                    "control artifact {} does not resolve to a file inside the repository",
+                    repr_str(a)
+                )));
+            }
+        }
         let log_dir = self.plan.dir.join("gates").join(&req.task);
         refuse_symlink(&log_dir)?;
         fs::create_dir_all(&log_dir).map_err(|e| io_fail(&log_dir, e))?;
-        let nnn = format!("{:03}", self.last_seq() + 1);
+        let nnn = format!("{:03}", self.next_seq()?);
         let old_name = format!("{nnn}-control-{}-old.log", req.criterion);
         let new_name = format!("{nnn}-control-{}-new.log", req.criterion);
         let old_rel = format!("gates/{}/{old_name}", req.task);
         let new_rel = format!("gates/{}/{new_name}", req.task);
 
         let unavailable = if fingerprint.is_none() {
-            Some("the attempt has no starting fingerprint - the old leg cannot be materialized")
+            Some(
+                "the attempt recorded no starting fingerprint - the old leg cannot be \
+                 materialized from a guess",
+            )
         } else if revision == "none" {
             Some(
-                "the attempt started on a non-git host - there is no starting revision to \
-                 materialize the old leg from",
+                "the attempt started on a non-git host - an old leg cannot be materialized from \
+                 a fingerprint alone",
             )
         } else if !dirty.trim().is_empty() {
             Some(DIRTY_REASON)
@@ -278,7 +287,7 @@ impl Writer {
         if !ok {
             return Err(fail(format!(
                 "git worktree add at {} failed: {out}",
-                &revision[..revision.len().min(12)]
+                dwp::py::head(revision, 12)
             )));
         }
         for a in &req.artifacts {

@@ -123,7 +123,7 @@ pub fn verify(dir: &Path) -> Vec<Check> {
             } else if !chain.contains_key(pointer) {
                 checks.push(Check::Fail(format!(
                     "manifest pointer {} is no revision of this plan's contract",
-                    &pointer[..pointer.len().min(12)]
+                    dwp::py::head(pointer, 12)
                 )));
             } else {
                 checks.push(Check::Pass(format!(
@@ -139,9 +139,10 @@ pub fn verify(dir: &Path) -> Vec<Check> {
     match errors.first() {
         Some(e) => checks.push(Check::Fail(format!("live contract invalid: {e}"))),
         None if chain_ok => checks.push(Check::Pass(format!(
-            "live contract valid (revision {}, {})",
+            "live contract valid (revision {}; {} revision(s) checked; {})",
             dwp::py::str_opt(plan.contract.get("revision")),
-            &plan.contract_id[..plan.contract_id.len().min(12)]
+            chain.len().max(1),
+            dwp::py::head(&plan.contract_id, 12)
         ))),
         None => {}
     }

@@ -67,10 +67,6 @@ pub struct RenderRequest {
     pub reconcile: Option<Reconcile>,
     /// The recorded authority of a reconciliation.
     pub authority: Option<String>,
-    /// Refresh a stale view silently when its bytes are exactly the last recorded render
-    /// (DWP.md §11.2's digest rule; `dwp resume`). `false` is upstream `views.py`: any existing
-    /// file that differs from the render, marker-carrying or not, needs a reconcile mode.
-    pub refresh_recorded: bool,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), LedgerError> {
@@ -125,17 +121,14 @@ pub fn render(writer: &mut Writer, req: &RenderRequest) -> Result<Vec<String>, V
             continue;
         }
         digests.insert(name.clone(), s(&canonical_json::digest::sha256_hex(content.as_bytes())));
-        // Upstream's rule: an existing file that differs from the render is a divergence when
-        // it carries the marker or is not byte-for-byte the last recorded render; a stale
-        // machine-written view therefore needs a reconcile mode too (upstream self-test 4).
+        // The digest rule (DWP.md §11.2; upstream `views.py` since its N3 revision): an
+        // existing file that differs from the render is a human edit unless its bytes are
+        // exactly what the last render of this view recorded. A stale but untouched view is the
+        // output of an earlier snapshot, so refreshing it loses nothing; the marker alone
+        // proves nothing either way.
         let diverged = existing.as_ref().is_some_and(|bytes| {
-            let recorded = rules::recorded_digest(&writer.events, name)
-                == Some(canonical_json::digest::sha256_hex(bytes).as_str());
-            if req.refresh_recorded {
-                !recorded
-            } else {
-                bytes.starts_with(rules::MARKER_PREFIX.as_bytes()) || !recorded
-            }
+            rules::recorded_digest(&writer.events, name)
+                != Some(canonical_json::digest::sha256_hex(bytes).as_str())
         });
         if !diverged {
             write(&target, &content)?;

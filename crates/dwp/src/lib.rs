@@ -14,6 +14,7 @@
 //! writer and the gate runner live in the `dwp-ledger` crate.
 
 pub mod context;
+pub mod context_manifest;
 pub mod contract;
 pub mod migrate;
 pub mod outcomes;

@@ -18,15 +18,14 @@ pub const PHASE_TYPE: &str = "dwp-migration-phase";
 pub const PREVIEW_AUTHORITY: &str = "(set at migrate)";
 /// The actor identity of migrated events.
 pub const MIGRATE_IDENTITY: &str = "migrate_v6.py";
-/// Statuses a v5 task may carry.
-pub const TASK_STATUSES: [&str; 5] = ["pending", "in_progress", "completed", "blocked", "skipped"];
+/// Statuses a v5 task may carry (the axis migration maps).
+pub const TASK_STATUSES: [&str; 3] = ["pending", "in_progress", "completed"];
 /// v1/v2/v5 manifest URLs.
 pub const LEGACY_MANIFESTS: [&str; 3] = [
     "https://deepworkplan.com/schema/plan-manifest/v1.json",
     "https://deepworkplan.com/schema/plan-manifest/v2.json",
     "https://deepworkplan.com/schema/plan-manifest/v5.json",
 ];
-
 /// A lossy or foreign input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -57,19 +56,24 @@ fn strs(items: &[&str]) -> Value {
     Value::Array(items.iter().map(|s| Value::from(*s)).collect())
 }
 
-/// Lowercase, every run of non-alphanumerics becomes one `-`, trimmed, at most 24 chars.
+/// Upstream `_slug`: lowercase, every non-alphanumeric character a separator, runs joined by
+/// one `-`, at most 24 characters, trimmed, `task` when empty. Letters outside ASCII are kept,
+/// as Python's `isalnum` keeps them (the contract then refuses such an id).
 pub fn slug(title: &str) -> String {
-    let mut out = String::new();
-    for c in title.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let trimmed: String = out.trim_matches('-').chars().take(24).collect();
-    let trimmed = trimmed.trim_end_matches('-');
+    let lower: String = title.to_lowercase();
+    let replaced: String =
+        lower.chars().map(|c| if c.is_alphanumeric() { c } else { '-' }).collect();
+    let joined = replaced.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-");
+    let cut: String = joined.chars().take(24).collect();
+    let trimmed = cut.trim_matches('-');
     if trimmed.is_empty() { "task".to_owned() } else { trimmed.to_owned() }
+}
+
+/// sha256 over Python's compact sorted `{"manifest", "state"}`: the pre-authorization digest.
+pub fn source_digest(manifest: &Value, state: &Value) -> String {
+    let body = obj([("manifest", manifest.clone()), ("state", state.clone())]);
+    let bytes = canonical_json::to_python_compact(&body).unwrap_or_default();
+    canonical_json::digest::sha256_hex(&bytes)
 }
 
 /// One mapped v5 task.
@@ -77,7 +81,7 @@ pub fn slug(title: &str) -> String {
 pub struct MappedTask {
     /// The v5 integer id.
     pub v5_id: i64,
-    /// `T-NN-<slug>`.
+    /// `T-NN-<slug>` (NN is the v5 id).
     pub v6_id: String,
     /// `AC-tNN-<slug>`.
     pub criterion: String,
@@ -87,10 +91,14 @@ pub struct MappedTask {
     pub status: String,
     /// `imported`, `re_evidence` or `pending`.
     pub class: &'static str,
-    /// The gates with their import decision.
+    /// The task's record surface: its file locator, else `README.md`.
+    pub surface: String,
+    /// The gates: `index` (1-based), `command`, `passes`, `exit_code`, `evidence`, `resolvable`.
     pub gates: Vec<Value>,
     /// Why the class is what it is.
     pub reasons: Vec<String>,
+    /// The previous task in v5 order (a linear chain).
+    pub prerequisite: Option<String>,
 }
 
 impl MappedTask {
@@ -98,13 +106,25 @@ impl MappedTask {
     pub fn accepted(&self) -> &'static [&'static str] {
         if self.class == "imported" { &["imported", "observed"] } else { &["observed"] }
     }
+
+    fn gate_resolvable(gate: &Value) -> bool {
+        gate.get("resolvable").and_then(Value::as_bool) == Some(true)
+    }
 }
 
-/// Checks a v5 manifest + state pair and maps its tasks.
+fn is_int(v: Option<&Value>) -> Option<i64> {
+    match v {
+        Some(Value::Number(_)) => v.and_then(Value::as_i64),
+        _ => None,
+    }
+}
+
+/// Checks a v5 manifest + state pair and maps its tasks (upstream `analyze_pair`, after
+/// `load_v5`'s identity checks). `resolves` answers whether an evidence pointer is a file.
 ///
 /// # Errors
-/// A lossy input: unknown status, non-int id, missing title, non-bool `passes`, a task count
-/// mismatch, a malformed `updated_at`, a name that is not the folder's.
+/// A foreign manifest, a torn identity, a malformed `updated_at`, no tasks, a count mismatch,
+/// an unmappable task or gate, an unknown status, duplicate numbers.
 pub fn map_tasks(
     folder: &str,
     manifest: &Value,
@@ -114,120 +134,176 @@ pub fn map_tasks(
     let url = manifest.get("schema").and_then(Value::as_str).unwrap_or("");
     if !LEGACY_MANIFESTS.contains(&url) {
         return Err(lossy(format!(
-            "manifest.json is {} - only v1/v2/v5 plans migrate",
+            "manifest.json carries {} - not a v1/v2/v5 plan-manifest generation; this helper \
+             migrates v5 plans only",
             repr_opt(manifest.get("schema"))
         )));
     }
-    let name = manifest.get("name").or_else(|| manifest.get("plan")).and_then(Value::as_str);
-    if name != Some(folder) || state.get("plan").and_then(Value::as_str) != Some(folder) {
+    if manifest.get("name").and_then(Value::as_str) != Some(folder) {
         return Err(lossy(format!(
-            "manifest name {} / state plan {} must equal the folder name {folder:?}",
-            repr_opt(name.map(Value::from).as_ref()),
-            repr_opt(state.get("plan"))
+            "manifest name {} does not match the plan folder {} - a torn identity is lossy and \
+             is not migrated",
+            repr_opt(manifest.get("name")),
+            crate::py::repr_str(folder)
+        )));
+    }
+    if state.get("plan").and_then(Value::as_str) != Some(folder) {
+        return Err(lossy(format!(
+            "state.json plan {} does not match the plan folder {}",
+            repr_opt(state.get("plan")),
+            crate::py::repr_str(folder)
         )));
     }
     if !state.get("updated_at").and_then(Value::as_str).is_some_and(is_datetime) {
         return Err(lossy(format!(
-            "state.updated_at {} is not an RFC 3339 timestamp",
+            "state.json updated_at {} is missing or malformed - it is the deterministic anchor \
+             for the synthesized contract timestamps and cannot be invented",
             repr_opt(state.get("updated_at"))
         )));
     }
-    let tasks = state.get("tasks").and_then(Value::as_array).unwrap_or(&[]);
-    if tasks.is_empty() {
-        return Err(lossy("state.tasks is empty - nothing to migrate"));
-    }
-    let count = state.get("task_count").and_then(Value::as_i64);
-    if count != i64::try_from(tasks.len()).ok() {
+    let tasks = match state.get("tasks").and_then(Value::as_array) {
+        Some(t) if !t.is_empty() => t,
+        _ => return Err(lossy("state.json carries no tasks - nothing to map")),
+    };
+    if let Some(count) = is_int(state.get("task_count"))
+        && usize::try_from(count).ok() != Some(tasks.len())
+    {
         return Err(lossy(format!(
-            "state.task_count {} does not match the {} task(s) listed",
-            repr_opt(state.get("task_count")),
+            "state.json task_count {count} disagrees with {} task records - a torn state is \
+             lossy and is not migrated",
             tasks.len()
         )));
     }
-    let mut out = Vec::new();
-    for (i, task) in tasks.iter().enumerate() {
-        let Some(id) =
-            task.get("id").filter(|v| matches!(v, Value::Number(_))).and_then(Value::as_i64)
-        else {
+    let mut out: Vec<MappedTask> = Vec::new();
+    for task in tasks {
+        let Some(number) = is_int(task.get("id")).filter(|n| *n >= 1) else {
             return Err(lossy(format!(
-                "tasks[{i}].id {} is not an integer",
+                "task {} has a non-integer id - unmappable",
                 repr_opt(task.get("id"))
             )));
         };
         let Some(title) =
-            task.get("title").and_then(Value::as_str).filter(|t| !t.trim().is_empty())
+            task.get("title").and_then(Value::as_str).filter(|t| crate::py::non_blank(t))
         else {
-            return Err(lossy(format!("task {id} has no title")));
+            return Err(lossy(format!("task {number} has no title - unmappable")));
         };
         let status = task.get("status").and_then(Value::as_str).unwrap_or("");
         if !TASK_STATUSES.contains(&status) {
             return Err(lossy(format!(
-                "task {id} status {} is outside {}",
+                "task {number} carries status {} outside {} - the v5 status axis is the thing \
+                 migration maps; an unknown value is lossy and is not migrated",
                 repr_opt(task.get("status")),
                 TASK_STATUSES.join("/")
             )));
         }
+        let locator = task.get("locator");
+        let surface = match (
+            locator.and_then(|l| l.get("kind")).and_then(Value::as_str),
+            locator.and_then(|l| l.get("value")).and_then(Value::as_str),
+        ) {
+            (Some("file"), Some(v)) if crate::py::non_blank(v) => v.to_owned(),
+            _ => "README.md".to_owned(),
+        };
+        let raw = match task.get("gates") {
+            Some(g) if !g.is_null() => Some(g),
+            _ => task.pointer("/outcome/gates").filter(|g| crate::py::truthy(Some(g))),
+        };
+        let raw: &[Value] = match raw {
+            None => &[],
+            Some(Value::Array(list)) => list,
+            Some(_) => {
+                return Err(lossy(format!("task {number} gates are not a list - unmappable")));
+            }
+        };
         let mut gates = Vec::new();
-        let mut all_good = true;
-        for (gi, gate) in
-            task.get("gates").and_then(Value::as_array).unwrap_or(&[]).iter().enumerate()
-        {
+        let mut reasons: Vec<String> = Vec::new();
+        for (i, gate) in raw.iter().enumerate() {
+            let i = i + 1;
+            let command =
+                gate.get("command").and_then(Value::as_str).filter(|c| crate::py::non_blank(c));
+            let Some(command) = command else {
+                return Err(lossy(format!("task {number} gate {i} has no command - unmappable")));
+            };
             let Some(passes) = gate.get("passes").and_then(Value::as_bool) else {
                 return Err(lossy(format!(
-                    "task {id} gate {gi}: passes {} is not a boolean",
+                    "task {number} gate {i} carries passes={} - not a boolean; unmappable",
                     repr_opt(gate.get("passes"))
                 )));
             };
-            let exit = gate.get("exit_code").and_then(Value::as_i64);
-            let evidence = gate.get("evidence").and_then(Value::as_str).unwrap_or("");
-            let resolved = !evidence.is_empty() && resolves(evidence);
-            if !(passes && exit.unwrap_or(0) == 0 && resolved) {
-                all_good = false;
+            let Some(exit_code) = is_int(gate.get("exit_code")) else {
+                return Err(lossy(format!(
+                    "task {number} gate {i} carries exit_code={} - not an integer; unmappable",
+                    repr_opt(gate.get("exit_code"))
+                )));
+            };
+            let evidence = gate.get("evidence").cloned().unwrap_or(Value::Null);
+            let resolvable =
+                crate::py::truthy(Some(&evidence)) && evidence.as_str().is_some_and(resolves);
+            if !resolvable {
+                reasons.push(format!(
+                    "gate {i} evidence {} does not resolve",
+                    crate::py::repr(&evidence)
+                ));
+            } else if !passes {
+                reasons.push(format!("gate {i} recorded passes=false (exit {exit_code})"));
+            } else if exit_code != 0 {
+                reasons.push(format!("gate {i} claims passes=true with exit {exit_code}"));
             }
             gates.push(obj([
-                ("index", gi.into()),
-                ("command", gate.get("command").cloned().unwrap_or(Value::Null)),
-                ("exit_code", exit.map_or(Value::Null, Value::from)),
+                ("index", i.into()),
+                ("command", command.into()),
                 ("passes", passes.into()),
-                ("import_as", if resolved { "imported" } else { "asserted" }.into()),
-                ("evidence", gate.get("evidence").cloned().unwrap_or(Value::Null)),
+                ("exit_code", exit_code.into()),
+                ("evidence", evidence),
+                ("resolvable", resolvable.into()),
             ]));
         }
-        let mut reasons = Vec::new();
         let class = if status == "pending" {
-            reasons.push("pending in v5".to_owned());
             "pending"
-        } else if status == "completed" && !gates.is_empty() && all_good {
-            reasons.push("completed with passing gates whose evidence resolves".to_owned());
+        } else if status == "completed" && !gates.is_empty() && reasons.is_empty() {
             "imported"
         } else {
-            if status != "completed" {
-                reasons.push(format!("v5 status {status}"));
-            }
-            if gates.is_empty() {
-                reasons.push("no gates recorded".to_owned());
-            } else if !all_good {
-                reasons.push("a gate failed or its evidence does not resolve".to_owned());
+            if status == "in_progress" {
+                reasons.insert(
+                    0,
+                    "v5 recorded the task in_progress - the remaining work is gated under v6"
+                        .to_owned(),
+                );
+            } else if gates.is_empty() {
+                reasons.insert(0, "no gate records to import".to_owned());
             }
             "re_evidence"
         };
-        let n = format!("{:02}", i + 1);
         let sl = slug(title);
         out.push(MappedTask {
-            v5_id: id,
-            v6_id: format!("T-{n}-{sl}"),
-            criterion: format!("AC-t{n}-{sl}"),
+            v5_id: number,
+            v6_id: format!("T-{number:02}-{sl}"),
+            criterion: format!("AC-t{number:02}-{sl}"),
             title: title.to_owned(),
             status: status.to_owned(),
             class,
+            surface,
             gates,
             reasons,
+            prerequisite: None,
         });
+    }
+    let mut numbers: Vec<i64> = out.iter().map(|t| t.v5_id).collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    if numbers.len() != out.len() {
+        return Err(lossy("duplicate task numbers - unmappable"));
+    }
+    out.sort_by_key(|t| t.v5_id);
+    for i in 1..out.len() {
+        let previous = out[i - 1].v6_id.clone();
+        out[i].prerequisite = Some(previous);
     }
     Ok(out)
 }
 
-/// The deterministic v6 contract of a migrated plan.
+/// The deterministic v6 contract of a migrated plan (upstream `synthesize_contract`): same v5
+/// inputs and authority, same bytes, same id.
 pub fn anchor_contract(
     folder: &str,
     manifest: &Value,
@@ -236,38 +312,55 @@ pub fn anchor_contract(
     authority: &str,
 ) -> Value {
     let updated = state.get("updated_at").cloned().unwrap_or(Value::Null);
-    let scope_path = format!(".dwp/plans/{folder}/");
-    let title = manifest.get("title").and_then(Value::as_str).unwrap_or(folder);
+    let digest = source_digest(manifest, state);
+    let digest12 = crate::py::head(&digest, 12);
+    let title = ["title", "name"]
+        .iter()
+        .filter_map(|k| manifest.get(k))
+        .find(|v| crate::py::truthy(Some(v)))
+        .cloned()
+        .unwrap_or_else(|| Value::from(folder));
     let criteria: Vec<Value> = tasks
         .iter()
         .map(|t| {
+            let check = match t.class {
+                "imported" => format!(
+                    "the imported v5 gate records resolve with exit 0 (source digest {digest12})"
+                ),
+                "re_evidence" => "the gates re-run under v6 execution and pass - the v5 record \
+                                  did not carry closeable evidence"
+                    .to_owned(),
+                _ => "the task's declared gates pass under v6 execution".to_owned(),
+            };
             obj([
                 ("id", t.criterion.as_str().into()),
-                ("statement", format!("v5 task {}: {}", t.v5_id, t.title).into()),
-                (
-                    "observable_check",
-                    format!("the v5 gates of task {} pass (class {})", t.v5_id, t.class).into(),
-                ),
+                ("statement", t.title.as_str().into()),
+                ("observable_check", check.into()),
                 ("accepted_evidence", strs(t.accepted())),
             ])
         })
         .collect();
-    let mut prev: Option<&str> = None;
     let task_list: Vec<Value> = tasks
         .iter()
         .map(|t| {
-            let pre = prev.map_or_else(Vec::new, |p| vec![Value::from(p)]);
-            prev = Some(t.v6_id.as_str());
+            let first = t.gates.first().and_then(|g| g.get("command")).and_then(Value::as_str);
+            let check = first.map_or_else(
+                || format!("v5 task record {} (no gate recorded)", t.surface),
+                str::to_owned,
+            );
             obj([
                 ("id", t.v6_id.as_str().into()),
                 ("title", t.title.as_str().into()),
-                ("prerequisites", Value::Array(pre)),
-                ("touched_surface", strs(&[scope_path.as_str()])),
+                (
+                    "prerequisites",
+                    Value::Array(t.prerequisite.iter().map(|p| p.as_str().into()).collect()),
+                ),
+                ("touched_surface", strs(&[t.surface.as_str()])),
                 (
                     "gate_intent",
                     Value::Array(vec![obj([
                         ("criterion", t.criterion.as_str().into()),
-                        ("check", "true".into()),
+                        ("check", check.chars().take(200).collect::<String>().into()),
                     ])]),
                 ),
             ])
@@ -280,12 +373,25 @@ pub fn anchor_contract(
         ("plan", folder.into()),
         ("revision", 1i64.into()),
         ("created_at", updated.clone()),
+        ("title", title.clone()),
         (
             "outcome",
             obj([
-                ("statement", format!("{title} (migrated from v5)").into()),
-                ("success_definition", "every migrated criterion holds accepted evidence".into()),
-                ("out_of_scope", Value::Array(Vec::new())),
+                (
+                    "statement",
+                    format!("Migrated from v5 plan {folder}: {}", crate::py::str_of(&title)).into(),
+                ),
+                (
+                    "success_definition",
+                    "Every remaining criterion closes on its declared evidence class; imported \
+                     v5 evidence stands as provenance, never as v6 observation."
+                        .into(),
+                ),
+                (
+                    "out_of_scope",
+                    strs(&["Re-verification of work completed under the v5 contract (imported \
+                            records carry v5 provenance)"]),
+                ),
             ]),
         ),
         ("acceptance", obj([("criteria", Value::Array(criteria))])),
@@ -293,9 +399,9 @@ pub fn anchor_contract(
         (
             "scope",
             obj([
-                ("allowed_paths", strs(&[scope_path.as_str()])),
+                ("allowed_paths", strs(&[format!(".dwp/plans/{folder}/").as_str()])),
                 ("allowed_command_classes", strs(&["true"])),
-                ("forbidden_operations", strs(&["rewriting migrated v5 history"])),
+                ("forbidden_operations", strs(&["publication", "force-push", "history-deletion"])),
             ]),
         ),
         (
@@ -304,13 +410,24 @@ pub fn anchor_contract(
                 ("mechanism", "pre_authorization".into()),
                 ("authority", authority.into()),
                 ("timestamp", updated),
-                ("boundaries", "records-only migration of the v5 plan folder".into()),
+                (
+                    "boundaries",
+                    format!(
+                        "Migrated from a v5 plan: the v5 records (source digest {digest12}) are \
+                         the recorded pre-authorization (D3-2). Scope, permissions and the \
+                         resource envelope are records-only until amended through refine."
+                    )
+                    .into(),
+                ),
                 ("consent_checkpoints", Value::Array(Vec::new())),
             ]),
         ),
         (
             "permissions",
-            obj([("granted", Value::Array(Vec::new())), ("not_granted", Value::Array(Vec::new()))]),
+            obj([
+                ("granted", Value::Array(Vec::new())),
+                ("not_granted", strs(&crate::validate::CAPABILITIES)),
+            ]),
         ),
         ("dependencies", Value::Array(Vec::new())),
         (
@@ -332,7 +449,8 @@ pub fn anchor_contract(
     Value::Object(doc)
 }
 
-/// The preview document (`migration_v5/PREVIEW.json`).
+/// The preview document (`migration_v5/PREVIEW.json`, upstream `build_preview` plus the
+/// anchor `contract_id`).
 pub fn preview(
     folder: &str,
     source_digest: &str,
@@ -342,6 +460,24 @@ pub fn preview(
     let mapping: Vec<Value> = tasks
         .iter()
         .map(|t| {
+            let gates: Vec<Value> = t
+                .gates
+                .iter()
+                .map(|g| {
+                    obj([
+                        ("index", g.get("index").cloned().unwrap_or(Value::Null)),
+                        ("command", g.get("command").cloned().unwrap_or(Value::Null)),
+                        ("exit_code", g.get("exit_code").cloned().unwrap_or(Value::Null)),
+                        ("passes", g.get("passes").cloned().unwrap_or(Value::Null)),
+                        (
+                            "import_as",
+                            if MappedTask::gate_resolvable(g) { "imported" } else { "asserted" }
+                                .into(),
+                        ),
+                        ("evidence", g.get("evidence").cloned().unwrap_or(Value::Null)),
+                    ])
+                })
+                .collect();
             obj([
                 ("v5_id", t.v5_id.into()),
                 ("v6_id", t.v6_id.as_str().into()),
@@ -354,7 +490,7 @@ pub fn preview(
                     "reasons",
                     Value::Array(t.reasons.iter().map(|r| Value::from(r.as_str())).collect()),
                 ),
-                ("gates", Value::Array(t.gates.clone())),
+                ("gates", Value::Array(gates)),
             ])
         })
         .collect();
@@ -377,9 +513,11 @@ pub fn preview(
         (
             "recorded_assumptions",
             strs(&[
-                "v5 task order becomes a linear prerequisite chain",
-                "a v5 gate is imported only when it passed with exit 0 and its evidence resolves; otherwise it is asserted",
-                "the migrated contract grants nothing and meters nothing",
+                "gate cwd and timeout_seconds are not v5 fields; imported records carry the \
+                 repository root and the executor default (600s), named here rather than \
+                 invented silently",
+                "task_start events for non-pending tasks record NO starting fingerprint - v5 \
+                 kept none, so control pairs stay honestly unavailable on migrated attempts",
             ]),
         ),
         ("contract_id", contract_id.into()),

@@ -84,6 +84,12 @@ pub fn str_opt(v: Option<&Value>) -> String {
     v.map_or_else(|| "None".to_owned(), str_of)
 }
 
+/// Python `s[:n]`: the first `n` characters (never splits a UTF-8 sequence, so a short form
+/// of a hostile identifier cannot panic).
+pub fn head(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(at, _)| &s[..at])
+}
+
 /// Python truthiness.
 pub fn truthy(v: Option<&Value>) -> bool {
     match v {
@@ -267,5 +273,8 @@ mod tests {
         assert!(!is_datetime("2026-09-26T20:00:01"));
         assert_eq!(repr_str("it's"), "\"it's\"");
         assert_eq!(repr_str("a\nb"), "'a\\nb'");
+        assert_eq!(head("0123456789abcdef", 12), "0123456789ab");
+        assert_eq!(head("ééééééééééééé", 12), "éééééééééééé");
+        assert_eq!(head("short", 12), "short");
     }
 }

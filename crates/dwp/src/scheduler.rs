@@ -475,7 +475,8 @@ fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: 
     let generation = validate::contract_generation(contract).unwrap_or(validate::Generation::V6);
     event.insert("schema".to_owned(), generation.journal_url().into());
     event.insert("type".to_owned(), "adaptation".into());
-    event.insert("seq".to_owned(), (last_seq + 1).into());
+    // A journal already at `i64::MAX` leaves no seq: the proposal fails validation by name.
+    event.insert("seq".to_owned(), last_seq.checked_add(1).map_or(Value::Null, Value::from));
     event.insert("ts".to_owned(), last_ts.unwrap_or("1970-01-01T00:00:00Z").into());
     event.insert("plan".to_owned(), contract.get("plan").cloned().unwrap_or(Value::Null));
     event.insert("contract_id".to_owned(), contract_id.into());

@@ -142,7 +142,7 @@ pub fn render_text(doc: &Value, colour: bool) -> String {
         "{} — revision {} contract {} ({} events)\n",
         paint(colour, "1", str_field(doc, "plan").unwrap_or("?")),
         n("/revision"),
-        &cid[..cid.len().min(12)],
+        crate::py::head(cid, 12),
         n("/last_seq")
     ));
     out.push_str(&format!(

@@ -1357,16 +1357,9 @@ fn v_gate_run(ev: &Map, errors: &mut Vec<String>, contract: Option<&Value>) {
     if !criterion.and_then(Value::as_str).is_some_and(is_criterion_id) {
         errors.push("event.criterion: expected an AC-* id".to_owned());
     }
-    // Divergence: upstream's newest validator requires `task`, but the shared v6 fixture's
-    // gate_run (an earlier-era record) has none; a task-less gate_run validates here and can
-    // never satisfy a criterion (satisfaction matches on the task).
-    let tid = field(ev, "task", Kind::StrAny, "event", errors, true).and_then(Value::as_str);
-    if let Some(t) = tid
-        && !is_task_id(t)
-    {
-        errors.push("event.task: expected a T-* id".to_owned());
-    }
-    let tid = tid.map(str::to_owned);
+    // A gate run is bound to its task at execution, as the pinned upstream validator requires
+    // (its v6 fixture carries the task since da57bb9e).
+    let tid = task_field(ev, errors);
     if let (Some(contract), Some(tid), Some(criterion)) = (contract, tid, criterion) {
         let task = contract
             .get("tasks")

@@ -23,8 +23,8 @@ const DASH: &str = "—";
 pub fn marker(name: &str, contract_id: &str, snapshot_sha256: &str, rendered_at: &str) -> String {
     format!(
         "{MARKER_PREFIX} {name} | contract:{} | snapshot:{} | rendered-at:{rendered_at} -->",
-        &contract_id[..contract_id.len().min(16)],
-        &snapshot_sha256[..snapshot_sha256.len().min(16)]
+        crate::py::head(contract_id, 16),
+        crate::py::head(snapshot_sha256, 16)
     )
 }
 

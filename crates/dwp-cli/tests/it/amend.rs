@@ -197,3 +197,34 @@ fn interrupted_amendments_resume_at_the_first_missing_step() {
     .unwrap();
     expect(&amend(&s, &other, &note), 1, "a different revision 3 is pending (");
 }
+
+#[test]
+fn an_empty_contracts_folder_left_by_a_crash_still_gets_revision_1() {
+    let s = Scratch::new();
+    s.materialize();
+    let r1 = std::fs::read(s.plan().join("contract.json")).unwrap();
+    // Views rendered before the amendment go out of date with it, untouched by anyone.
+    expect(
+        &crate::dwp(&["views", "--plan", s.plan().to_str().unwrap(), "render", "--all"]),
+        0,
+        "OK: rendered tasks, evidence, audit, completion",
+    );
+    // A crash right after the folder was created, before revision 1 was copied into it.
+    std::fs::create_dir(s.plan().join("contracts")).unwrap();
+    let note = s.contract_file().with_file_name("note.txt");
+    std::fs::write(&note, "approved by the lead\n").unwrap();
+    let d = draft(&s, "\"observable_check\": \"false\"", "\"observable_check\": \"false; exit 1\"");
+    expect(&amend(&s, &d, &note), 0, "OK: amended to revision 2 contract ");
+    assert_eq!(std::fs::read(s.plan().join("contracts/contract.r1.json")).unwrap(), r1);
+    assert!(s.plan().join("contracts/contract.r2.json").is_file());
+    let out = crate::dwp(&["verify", s.plan().to_str().unwrap()]);
+    expect(&out, 0, "[x] live contract valid (revision 2; 2 revision(s) checked; ");
+    expect(&out, 0, "Verdict: CONFORMANT");
+    // The out-of-date views refresh: they are exactly what the last render recorded.
+    expect(
+        &crate::dwp(&["views", "--plan", s.plan().to_str().unwrap(), "render", "--all"]),
+        0,
+        "OK: rendered tasks, evidence, audit, completion",
+    );
+    assert!(!s.types().iter().any(|t| t == "reconciliation"));
+}

@@ -126,3 +126,117 @@ fn resume_recovers_in_order_and_never_reuses_stale_evidence() {
     assert!(s.types().contains(&"journal_repair".to_owned()));
     expect(&crate::dwp(&["resume", "--plan", p]), 2, "usage: dwp resume");
 }
+
+/// Upstream `context_manifest.py`'s shape: `manifest` (JSON or `--md`), `freshness`,
+/// `accounting`; read-only.
+#[test]
+fn the_upstream_manifest_freshness_and_accounting() {
+    let s = Scratch::new();
+    s.materialize();
+    s.ledger(&["start", "--task", "T-one"]);
+    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    s.ledger(&["start", "--task", "T-two"]);
+    s.ledger(&["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "\"false\""]);
+    let before = crate::support::tree(&s.plan());
+
+    let out = ctx(&s, &["manifest", "--task", "T-one"]);
+    expect(&out, 0, "\"derived_by\": \"dwp context_manifest.py\"");
+    let stdout = text(&out.stdout);
+    // `print(json.dumps(doc, sort_keys=True, indent=2) + "\n")`.
+    assert!(stdout.ends_with("}\n\n"), "{stdout:?}");
+    let doc = canonical_json::parse(stdout.trim_end().as_bytes()).unwrap();
+    let keys: Vec<&str> = doc.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "acceptance",
+            "as_of",
+            "authorization",
+            "contract_id",
+            "contract_revision",
+            "dead_ends",
+            "derived_by",
+            "evidence",
+            "freshness",
+            "history_triggers",
+            "next_action",
+            "plan",
+            "repository_rules",
+            "schema",
+            "task",
+            "touched_surface",
+        ]
+    );
+    assert_eq!(doc.pointer("/next_action/step").and_then(Value::as_str), Some("evidence"));
+    assert_eq!(doc.pointer("/evidence/0/pointer_resolves"), Some(&Value::Bool(true)));
+    assert_eq!(doc.pointer("/as_of/last_seq").and_then(Value::as_i64), Some(5));
+    // The inputs fingerprint is sha256 over Python's compact sorted {contract_id, files}.
+    let cid = doc.get("contract_id").and_then(Value::as_str).unwrap();
+    let src = canonical_json::digest::sha256_hex(&std::fs::read(s.root.join("src.txt")).unwrap());
+    let body = format!("{{\"contract_id\":\"{cid}\",\"files\":{{\"src.txt\":\"{src}\"}}}}");
+    assert_eq!(
+        doc.pointer("/freshness/inputs_fingerprint").and_then(Value::as_str),
+        Some(canonical_json::digest::sha256_hex(body.as_bytes()).as_str())
+    );
+    // The failed gate of T-two is a dead end of the plan, with its log as the cause.
+    let t2 = ctx(&s, &["manifest", "--task", "T-two"]);
+    let doc2 = canonical_json::parse(text(&t2.stdout).trim_end().as_bytes()).unwrap();
+    assert_eq!(doc2.pointer("/dead_ends/0/kind").and_then(Value::as_str), Some("failed_gate"));
+    assert_eq!(
+        doc2.pointer("/dead_ends/0/cause").and_then(Value::as_str),
+        Some("gates/T-two/005-false.log")
+    );
+
+    let kept = ctx(
+        &s,
+        &[
+            "manifest",
+            "--task",
+            "T-one",
+            "--sections",
+            "authorization, repository_rules,acceptance",
+        ],
+    );
+    assert!(!text(&kept.stdout).contains("history_triggers"));
+    expect(
+        &ctx(&s, &["manifest", "--task", "T-one", "--sections", "acceptance"]),
+        1,
+        "ERROR: the manifest never drops mandatory section(s) authorization, repository_rules - context pruning cannot hide the acceptance or authorization boundary",
+    );
+    expect(
+        &ctx(&s, &["manifest", "--task", "T-nope"]),
+        1,
+        "ERROR: task 'T-nope' is not in the contract - the manifest never guesses a task the plan did not declare",
+    );
+    expect(&ctx(&s, &["manifest"]), 2, "manifest requires --task");
+
+    let file = s._tmp.path().join("out/m.md");
+    let md = ctx(&s, &["manifest", "--task", "T-one", "--md", "--out", file.to_str().unwrap()]);
+    let md_text = text(&md.stdout);
+    assert!(md_text.starts_with("# Context manifest — PLAN_001_demo_plan / T-one\n\n"));
+    assert!(md_text.contains("\n- AC-pass: satisfied (evidence)\n"), "{md_text}");
+    assert_eq!(format!("{}\n", std::fs::read_to_string(&file).unwrap()), md_text);
+
+    let summary = s._tmp.path().join("summary.json");
+    let fp = doc.pointer("/freshness/inputs_fingerprint").and_then(Value::as_str).unwrap();
+    std::fs::write(&summary, format!("{{\"inputs_fingerprint\": \"{fp}\"}}")).unwrap();
+    let fresh = |s: &Scratch| {
+        ctx(s, &["freshness", "--task", "T-one", "--summary", summary.to_str().unwrap()])
+    };
+    expect(&fresh(&s), 0, "\"verdict\": \"fresh\"");
+    std::fs::write(s.root.join("src.txt"), "changed\n").unwrap();
+    expect(&fresh(&s), 1, "\"reason\": \"inputs changed since the summary was derived");
+    expect(
+        &ctx(&s, &["freshness", "--task", "T-one"]),
+        2,
+        "freshness requires --task and --summary",
+    );
+
+    let acct = ctx(&s, &["accounting", "--bundle", "no-such-file.md"]);
+    let doc = canonical_json::parse(&acct.stdout).unwrap();
+    assert_eq!(doc.pointer("/provider_tokens/status").and_then(Value::as_str), Some("missing"));
+    assert_eq!(doc.pointer("/instruction_bytes/bytes/no-such-file.md"), Some(&Value::Null));
+    assert!(doc.pointer("/wall_clock_hours/value").is_some_and(|v| v.as_f64().is_some()));
+    std::fs::write(s.root.join("src.txt"), "hello\n").unwrap();
+    assert_eq!(crate::support::tree(&s.plan()), before, "context commands write nothing");
+}

@@ -37,7 +37,12 @@ fn both_fixture_contracts_validate() {
 #[test]
 fn both_fixture_journals_validate_and_generations_never_mix() {
     let base = "standards/dwp/fixtures";
-    let Some(v6j) = shared(&format!("{base}/v6/journal-events.ndjson")) else { return };
+    let Some(old_v6j) = shared(&format!("{base}/v6/journal-events.ndjson")) else { return };
+    // The upstream fixture at da57bb9e (see crates/dwp/tests/it/data/README.md).
+    let v6j = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../dwp/tests/it/data/journal-events-v6.ndjson"
+    ));
     let Some(v6c) = shared(&format!("{base}/v6/contract-minimal.json")) else { return };
     let Some(v7j) = shared(&format!("{base}/v7/journal-delegation-v7.ndjson")) else { return };
     let Some(v7c) = shared(&format!("{base}/v7/contract-minimal-v7.json")) else { return };
@@ -53,6 +58,9 @@ fn both_fixture_journals_validate_and_generations_never_mix() {
         0,
         "OK: 14 journal events valid (adaptation x1, amendment x1, approval x1, control_pair x1, gate_run x1, intervention x1, journal_repair x1, observation x1, reconciliation x1, refusal x1, resource_sample x1, selection x1, task_start x1, view_render x1)",
     );
+    // The older shared copy records a gate_run without its task: refused, as upstream does.
+    let out = dwp(&["contract", "validate-journal", old_v6j.to_str().unwrap(), "--contract", v6c]);
+    expect(&out, 1, "FAIL journal line 3: event: missing required field 'task'");
     let out = dwp(&["contract", "validate-journal", v7j, "--contract", v7c]);
     expect(&out, 0, "OK: 4 journal events valid (approval x1, delegation x2, task_start x1)");
     let out = dwp(&["contract", "validate-journal", v7j, "--contract", v6c]);

@@ -291,3 +291,38 @@ fn required_grants_do_not_filter_abilities_but_gate_routing_and_launch() {
     expect(&launch(&s, READ_ONLY, "{}"), 5, "the contract does not grant agent_delegation");
     assert_eq!(refusals(&s), before + 1);
 }
+
+/// herdr declares `regex:<pattern>`: the first group of the first match in the detect output
+/// is the interface major (as upstream `config._read_interface`).
+#[test]
+fn an_addon_interface_can_be_read_by_a_regex() {
+    let s = v7(true);
+    let plan = s.plan();
+    let p = plan.to_str().unwrap();
+    install_addon(&s);
+    let descriptor = s.root.join(".dwp/addons/kit/addon.json");
+    let text = std::fs::read_to_string(&descriptor).unwrap();
+    std::fs::write(
+        &descriptor,
+        text.replace(r#""json:interface""#, r#""regex:interface v(\\d+)\\.""#),
+    )
+    .unwrap();
+    std::fs::write(s.root.join(".dwp/addons/kit/detect.sh"), "echo 'kit 3.1 (interface v1.4)'\n")
+        .unwrap();
+    let abilities = || crate::dwp(&["resources", "--plan", p, "abilities"]);
+    let out = abilities();
+    assert_eq!(out.status.code(), Some(0));
+    let all = format!("{}{}", crate::support::text(&out.stdout), crate::support::text(&out.stderr));
+    assert!(!all.contains("contributes nothing"), "{all}");
+    let routing = crate::dwp(&["resources", "--plan", p, "routing"]);
+    let doc = canonical_json::parse(&routing.stdout).unwrap();
+    assert_eq!(
+        doc.pointer("/ability_sources/subagents/0").and_then(Value::as_str),
+        Some("addon:kit")
+    );
+    // Another major, or no match at all, contributes nothing.
+    std::fs::write(s.root.join(".dwp/addons/kit/detect.sh"), "echo 'interface v2.0'\n").unwrap();
+    expect(&abilities(), 0, "unknown interface major 2 (pinned 1)");
+    std::fs::write(s.root.join(".dwp/addons/kit/detect.sh"), "echo 'no version here'\n").unwrap();
+    expect(&abilities(), 0, "interface unreadable; treated as not available");
+}

@@ -494,12 +494,24 @@ fn normaliser_masks_run_specific_text() {
 /// With `DWP_GOLDEN_REGEN=1` and `DWP_UPSTREAM_PACK`: run the scenario with upstream and
 /// rewrite the goldens. With only `DWP_UPSTREAM_PACK`: check the goldens still match upstream.
 #[test]
+#[ignore = "needs an upstream checkout: DWP_UPSTREAM_PACK=/path/to/skills/deepworkplan cargo test -p dwp-cli --test it -- --ignored"]
 fn goldens_match_upstream_when_the_pack_is_at_hand() {
-    let Some(pack) = std::env::var_os("DWP_UPSTREAM_PACK").map(PathBuf::from) else { return };
-    if !pack.join("shared/ledger.py").is_file() {
-        return;
-    }
+    let pack = upstream_pack(&["ledger.py"]);
     regen_or_check(&golden_dir(), &run_scenario(Tool::Upstream(&pack)));
+}
+
+/// The upstream pack named by `DWP_UPSTREAM_PACK`, holding every helper in `helpers` under
+/// `shared/`. The upstream comparisons are `#[ignore]`d: run with `--ignored`, a missing pack
+/// fails loudly instead of passing without comparing anything.
+pub(crate) fn upstream_pack(helpers: &[&str]) -> PathBuf {
+    let Some(pack) = std::env::var_os("DWP_UPSTREAM_PACK").map(PathBuf::from) else {
+        panic!("set DWP_UPSTREAM_PACK to a checkout of skills/deepworkplan to run this comparison");
+    };
+    for h in helpers {
+        let path = pack.join("shared").join(h);
+        assert!(path.is_file(), "DWP_UPSTREAM_PACK has no {}", path.display());
+    }
+    pack
 }
 
 /// Asserts that `dwp` `produced` exactly the golden files in `dir` (same bytes, no file missing

@@ -314,12 +314,10 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
 /// With `DWP_GOLDEN_REGEN=1` and `DWP_UPSTREAM_PACK`: run the steps with upstream and rewrite
 /// the goldens. With only `DWP_UPSTREAM_PACK`: check the goldens still match upstream.
 #[test]
+#[ignore = "needs an upstream checkout: DWP_UPSTREAM_PACK=/path/to/skills/deepworkplan cargo test -p dwp-cli --test it -- --ignored"]
 fn golden_delegate_matches_upstream_when_the_pack_is_at_hand() {
-    let Some(pack) = std::env::var_os("DWP_UPSTREAM_PACK").map(PathBuf::from) else { return };
-    let helpers = ["ledger.py", "config.py", "resources.py", "contract_v6.py"];
-    if !helpers.iter().all(|h| pack.join("shared").join(h).is_file()) {
-        return;
-    }
+    let pack =
+        crate::golden::upstream_pack(&["ledger.py", "config.py", "resources.py", "contract_v6.py"]);
     crate::golden::regen_or_check(&golden_dir(), &run_scenario(Tool::Upstream(&pack)));
 }
 

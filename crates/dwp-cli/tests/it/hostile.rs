@@ -279,3 +279,48 @@ fn symlinked_records_are_never_written_through() {
     );
     assert!(tree(&elsewhere).is_empty());
 }
+
+#[test]
+fn a_non_ascii_manifest_pointer_is_a_failed_check_not_a_panic() {
+    let s = Scratch::new();
+    s.materialize();
+    let path = s.plan().join("manifest.json");
+    let manifest = std::fs::read_to_string(&path).unwrap();
+    let doc = canonical_json::parse(manifest.as_bytes()).unwrap();
+    let id = doc.pointer("/contract/id").and_then(|v| v.as_str()).unwrap().to_owned();
+    std::fs::write(&path, manifest.replace(&id, "ééééééééééééééééé")).unwrap();
+    let out = crate::dwp(&["verify", s.plan().to_str().unwrap()]);
+    expect(&out, 1, "[ ] manifest pointer éééééééééééé is no revision of this plan's contract");
+    assert!(!crate::support::text(&out.stderr).contains("panicked"));
+}
+
+#[test]
+fn a_journal_at_the_largest_seq_refuses_the_next_event_by_name() {
+    let s = Scratch::new();
+    s.materialize();
+    let path = s.plan().join("journal.ndjson");
+    let journal = std::fs::read_to_string(&path).unwrap();
+    let last = journal.lines().last().unwrap();
+    let doc = canonical_json::parse(last.as_bytes()).unwrap();
+    let seq = doc.get("seq").and_then(|v| v.as_i64()).unwrap();
+    let maxed = last.replace(&format!("\"seq\":{seq}"), &format!("\"seq\":{}", i64::MAX));
+    assert_ne!(maxed, last);
+    std::fs::write(&path, format!("{journal}{maxed}\n")).unwrap();
+    let before = tree(&s.plan());
+    let out = s.ledger(&[
+        "append",
+        "--type",
+        "observation",
+        "--trust",
+        "asserted",
+        "--json",
+        r#"{"statement":"one more"}"#,
+    ]);
+    expect(
+        &out,
+        1,
+        "ERROR: the journal's last seq is 9223372036854775807, the largest integer a seq can hold",
+    );
+    assert!(!crate::support::text(&out.stderr).contains("panicked"));
+    assert_eq!(tree(&s.plan()), before);
+}

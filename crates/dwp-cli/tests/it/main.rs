@@ -18,6 +18,7 @@ mod migrate;
 mod outcomes;
 mod resources;
 mod scheduler;
+mod selftest;
 mod status;
 mod support;
 mod views;

@@ -76,13 +76,13 @@ fn a_v5_plan_migrates_and_continues_under_v6() {
     expect(
         &migrate(&plan, &["migrate", "--authority", "lead"]),
         1,
-        "REFUSED: no migration_v5/PREVIEW.json",
+        "REFUSED: no preview on record - run preview first",
     );
     let before = tree(&plan);
     expect(
         &migrate(&plan, &["preview"]),
         0,
-        "(3 task(s): 1 imported, 1 re_evidence, 1 pending; anchor contract ",
+        "OK: preview for PLAN_old_work (3 tasks: 1 imported-closable, 1 re-evidence, 1 pending) - contract ",
     );
     // The preview changes no v5 bytes.
     let after: Vec<_> = tree(&plan)
@@ -111,18 +111,25 @@ fn a_v5_plan_migrates_and_continues_under_v6() {
         Some("asserted")
     );
 
-    expect(&migrate(&plan, &["migrate"]), 2, "migrate requires --authority");
+    expect(&migrate(&plan, &["migrate"]), 1, "REFUSED: migrate requires --authority WHO");
+    let out = migrate(&plan, &["migrate", "--authority", "lead"]);
+    expect(&out, 0, "OK: PLAN_old_work migrated to v6 (contract ");
+    expect(&out, 0, ", phases backup+contract+manifest+journal+project)");
     expect(
-        &migrate(&plan, &["migrate", "--authority", "lead"]),
+        &out,
         0,
-        "OK: migrated PLAN_old_work to v6 contract ",
+        "    re-evidence criteria blocked until their gates re-run under v6: AC-t02-write-the-report",
     );
     expect(
         &migrate(&plan, &["migrate", "--authority", "lead"]),
         0,
-        "is already migrated to v6 contract",
+        ", phases backup+contract+manifest+journal+project)",
     );
-    expect(&migrate(&plan, &["preview"]), 1, "REFUSED: already a v6 plan");
+    expect(
+        &migrate(&plan, &["preview"]),
+        1,
+        "REFUSED: PLAN_old_work is already a v6 plan (v6 manifest or contract.json present)",
+    );
     let events = journal(&plan);
     let types: Vec<&str> =
         events.iter().map(|e| e.get("type").and_then(Value::as_str).unwrap()).collect();
@@ -138,7 +145,7 @@ fn a_v5_plan_migrates_and_continues_under_v6() {
             .get("note")
             .and_then(Value::as_str)
             .unwrap()
-            .starts_with("migrated: v5 PLAN_old_work task 1 gate 0 (source digest ")
+            .starts_with("migrated: v5 PLAN_old_work task 1 gate 1 (source digest ")
     );
     assert_eq!(
         events[5].get("evidence_path").and_then(Value::as_str),
@@ -196,17 +203,17 @@ fn a_second_plan_rolls_back_byte_identically() {
     let v5 = V5::new(&["PLAN_first_work", "PLAN_second_work"]);
     let plan = v5.plan("PLAN_second_work");
     let original = tree(&plan);
-    expect(&migrate(&plan, &["preview"]), 0, "OK: preview written");
+    expect(&migrate(&plan, &["preview"]), 0, "preview written to migration_v5/PREVIEW.json");
     expect(
         &migrate(&plan, &["migrate", "--authority", "lead"]),
         0,
-        "OK: migrated PLAN_second_work",
+        "OK: PLAN_second_work migrated to v6",
     );
     assert!(plan.join("contract.json").is_file());
     expect(
         &migrate(&plan, &["rollback"]),
         0,
-        "OK: rolled back to v5 (restored manifest.json, state.json byte for byte)",
+        "OK: PLAN_second_work rolled back to v5 (manifest and state restored byte-identically; contract.json and the journal removed)",
     );
     let restored: Vec<_> = tree(&plan)
         .into_iter()
@@ -228,7 +235,7 @@ fn stale_previews_lossy_inputs_and_v6_plans_are_refused() {
     expect(
         &migrate(&stale, &["migrate", "--authority", "lead"]),
         1,
-        "REFUSED: records changed since the preview",
+        "REFUSED: the v5 records changed since the preview (digest ",
     );
 
     let gone = v5.plan("PLAN_gone_work");
@@ -244,22 +251,26 @@ fn stale_previews_lossy_inputs_and_v6_plans_are_refused() {
     let lossy = v5.plan("PLAN_lossy_work");
     let good = std::fs::read_to_string(lossy.join("state.json")).unwrap();
     for (from, to, needle) in [
-        (r#""status":"pending""#, r#""status":"parked""#, "task 3 status 'parked' is outside"),
-        (r#""id":2,"#, r#""id":"two","#, "tasks[1].id 'two' is not an integer"),
+        (
+            r#""status":"pending""#,
+            r#""status":"parked""#,
+            "task 3 carries status 'parked' outside pending/in_progress/completed - the v5 status axis is the thing migration maps",
+        ),
+        (r#""id":2,"#, r#""id":"two","#, "task 'two' has a non-integer id - unmappable"),
         (
             r#""passes":true,"last_run":"2026-01-02T10"#,
             r#""passes":"yes","last_run":"2026-01-02T10"#,
-            "task 1 gate 0: passes 'yes' is not a boolean",
+            "task 1 gate 1 carries passes='yes' - not a boolean; unmappable",
         ),
         (
             r#""task_count":3"#,
             r#""task_count":4"#,
-            "state.task_count 4 does not match the 3 task(s) listed",
+            "state.json task_count 4 disagrees with 3 task records - a torn state is lossy",
         ),
         (
             r#""updated_at":"2026-01-03T00:00:00Z""#,
             r#""updated_at":"yesterday""#,
-            "state.updated_at 'yesterday' is not an RFC 3339 timestamp",
+            "state.json updated_at 'yesterday' is missing or malformed - it is the deterministic anchor",
         ),
     ] {
         std::fs::write(lossy.join("state.json"), good.replacen(from, to, 1)).unwrap();
@@ -268,5 +279,132 @@ fn stale_previews_lossy_inputs_and_v6_plans_are_refused() {
         assert!(text(&out.stderr).starts_with("REFUSED: "));
     }
     std::fs::write(lossy.join("state.json"), &good).unwrap();
-    expect(&migrate(&stale, &["rollback"]), 1, "REFUSED: no migration to roll back");
+    expect(
+        &migrate(&stale, &["rollback"]),
+        1,
+        "REFUSED: no migration marker - nothing to roll back",
+    );
+    // A torn identity is named.
+    let manifest = std::fs::read_to_string(lossy.join("manifest.json")).unwrap();
+    std::fs::write(lossy.join("manifest.json"), manifest.replace("PLAN_lossy_work", "PLAN_x_y"))
+        .unwrap();
+    expect(
+        &migrate(&lossy, &["preview"]),
+        1,
+        "REFUSED: manifest name 'PLAN_x_y' does not match the plan folder 'PLAN_lossy_work'",
+    );
+    std::fs::write(lossy.join("manifest.json"), &manifest).unwrap();
+}
+
+#[test]
+fn preview_refuses_while_a_migration_is_in_progress() {
+    let v5 = V5::new(&["PLAN_busy_work"]);
+    let plan = v5.plan("PLAN_busy_work");
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview for PLAN_busy_work");
+    // An interrupted migration: only the backup phase is on record.
+    std::fs::write(
+        plan.join("migration_v5/PHASE.json"),
+        r#"{"completed": ["backup"], "type": "dwp-migration-phase"}"#,
+    )
+    .unwrap();
+    let before = tree(&plan);
+    expect(
+        &migrate(&plan, &["preview"]),
+        1,
+        "REFUSED: a migration is in progress or done (phases: backup) - resume it with migrate, or rollback first",
+    );
+    assert_eq!(tree(&plan), before);
+    // A rolled-back marker no longer blocks a fresh preview.
+    std::fs::write(
+        plan.join("migration_v5/PHASE.json"),
+        r#"{"completed": ["backup"], "rolled_back": true, "type": "dwp-migration-phase"}"#,
+    )
+    .unwrap();
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview for PLAN_busy_work");
+}
+
+fn read_doc(path: &Path) -> Value {
+    canonical_json::parse(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The files of upstream `migrate_v6.py`: the source digest over the v5 pair, the synthesized
+/// contract, `PHASE.json`, `backup/BACKUP.json`, and a rollback that keeps the marker.
+#[test]
+fn the_migration_files_follow_upstream() {
+    let v5 = V5::new(&["PLAN_file_work", "PLAN_cafe_work"]);
+    let plan = v5.plan("PLAN_file_work");
+    let manifest = read_doc(&plan.join("manifest.json"));
+    let state = read_doc(&plan.join("state.json"));
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview for PLAN_file_work");
+    let preview = read_doc(&plan.join("migration_v5/PREVIEW.json"));
+    let pair = canonical_json::to_python_compact(&Value::Object(
+        [("manifest".to_owned(), manifest), ("state".to_owned(), state)].into_iter().collect(),
+    ))
+    .unwrap();
+    let digest = canonical_json::digest::sha256_hex(&pair);
+    assert_eq!(preview.get("source_digest").and_then(Value::as_str), Some(digest.as_str()));
+    assert_eq!(
+        preview.pointer("/task_mapping/1/reasons/0").and_then(Value::as_str),
+        Some("gate 1 evidence 'tests passed' does not resolve")
+    );
+    expect(&migrate(&plan, &["migrate", "--authority", "lead"]), 0, "migrated to v6");
+    let contract = read_doc(&plan.join("contract.json"));
+    let at = |p: &str| contract.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    assert_eq!(
+        at("/outcome/statement").as_deref(),
+        Some("Migrated from v5 plan PLAN_file_work: PLAN_file_work")
+    );
+    assert_eq!(at("/tasks/0/gate_intent/0/check").as_deref(), Some("cargo test"));
+    assert_eq!(
+        at("/tasks/2/gate_intent/0/check").as_deref(),
+        Some("v5 task record README.md (no gate recorded)")
+    );
+    assert_eq!(at("/tasks/1/prerequisites/0").as_deref(), Some("T-01-parse-the-input"));
+    assert_eq!(at("/authorization/mechanism").as_deref(), Some("pre_authorization"));
+    assert_eq!(
+        contract.pointer("/permissions/not_granted").and_then(Value::as_array).map(<[Value]>::len),
+        Some(dwp::validate::CAPABILITIES.len())
+    );
+    let phase = read_doc(&plan.join("migration_v5/PHASE.json"));
+    assert_eq!(
+        phase.get("completed"),
+        Some(
+            &canonical_json::parse(br#"["backup","contract","manifest","journal","project"]"#)
+                .unwrap()
+        )
+    );
+    assert_eq!(phase.get("journal_events").and_then(Value::as_i64), Some(6));
+    assert_eq!(phase.get("authority").and_then(Value::as_str), Some("lead"));
+    assert_eq!(phase.get("contract_id"), contract.get("contract_id"));
+    let backup = read_doc(&plan.join("migration_v5/backup/BACKUP.json"));
+    assert_eq!(backup.as_object().map(|m| m.len()), Some(2));
+    let gate = journal(&plan)
+        .into_iter()
+        .find(|e| e.get("type").and_then(Value::as_str) == Some("gate_run"))
+        .unwrap();
+    assert_eq!(gate.get("timeout_seconds").and_then(Value::as_i64), Some(600));
+    assert_eq!(
+        gate.get("cwd").and_then(Value::as_str).map(std::path::PathBuf::from),
+        Some(std::fs::canonicalize(&v5.root).unwrap())
+    );
+    // Post-migration work is discarded only with --force, and said so.
+    ledger(&plan, &["start", "--task", "T-03-ship-it"]);
+    let out = migrate(&plan, &["rollback", "--force"]);
+    expect(&out, 0, "WARNING: the journal carries 7 events, 1 more than the migration minted");
+    expect(&out, 0, "OK: PLAN_file_work rolled back to v5");
+    let phase = read_doc(&plan.join("migration_v5/PHASE.json"));
+    assert_eq!(phase.get("rolled_back"), Some(&Value::Bool(true)));
+    // A rolled-back plan previews and migrates again.
+    expect(&migrate(&plan, &["preview"]), 0, "OK: preview for PLAN_file_work");
+    expect(&migrate(&plan, &["migrate", "--authority", "lead"]), 0, "migrated to v6");
+    assert!(plan.join("contract.json").is_file());
+
+    // A title outside ASCII makes an id the contract refuses: the preview says so up front.
+    let cafe = v5.plan("PLAN_cafe_work");
+    let state = std::fs::read_to_string(cafe.join("state.json")).unwrap();
+    std::fs::write(cafe.join("state.json"), state.replace("Ship it", "Ship the café")).unwrap();
+    let out = migrate(&cafe, &["preview"]);
+    expect(&out, 1, "REFUSED: the synthesized contract does not validate: ");
+    expect(&out, 1, "refusing to preview a plan whose migration could never complete");
+    assert!(!cafe.join("migration_v5").exists());
 }

@@ -289,15 +289,23 @@ fn closure_mechanisms_reviews_and_the_receipt() {
 
     // The receipt: read-only, deterministic, self-digesting.
     let before = crate::support::tree(&s.plan());
-    // Upstream prints only the summary line (stdout); the document goes to --out.
+    // Without --out, stdout is the receipt document alone and the summary goes to stderr.
     let out = outcomes(&s, &["receipt", "--evaluator", "fresh"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
-        text(&out.stdout).starts_with("OK: receipt stdout (2/3 satisfied, 1 blocked) sha256 "),
+        text(&out.stderr).starts_with("OK: receipt stdout (2/3 satisfied, 1 blocked) sha256 "),
         "{}",
-        text(&out.stdout)
+        text(&out.stderr)
     );
-    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let printed = canonical_json::parse(&out.stdout).unwrap();
+    assert_eq!(printed.pointer("/totals/criteria").and_then(Value::as_i64), Some(3));
+    let printed_sha = printed.get("receipt_sha256").and_then(Value::as_str).unwrap().to_owned();
+    assert!(text(&out.stderr).contains(&format!("sha256 {}", &printed_sha[..16])));
+    // The body is upstream's `json.dumps(doc, sort_keys=True, indent=2)` plus a newline.
+    let mut expected =
+        canonical_json::to_python(&printed, canonical_json::PyFormat::PRETTY).unwrap();
+    expected.push(b'\n');
+    assert_eq!(out.stdout, expected);
     let fresh = s.contract_file().with_file_name("r/receipt-fresh.json");
     let out = outcomes(&s, &["receipt", "--evaluator", "fresh", "--out", fresh.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0));
@@ -340,4 +348,56 @@ fn closure_mechanisms_reviews_and_the_receipt() {
     assert!(text(&out.stdout).contains("(2/3 satisfied, 1 blocked)"));
     let saved = canonical_json::parse(&std::fs::read(&file).unwrap()).unwrap();
     assert_eq!(saved.pointer("/evaluator/used").and_then(Value::as_str), Some("local"));
+}
+
+#[test]
+fn a_non_git_host_answers_control_unavailable_before_the_command_class() {
+    let s = controlled();
+    // The plan now lives outside any git repository.
+    let plain = s._tmp.path().join("plain");
+    std::fs::create_dir_all(plain.join(".dwp/plans")).unwrap();
+    let plan = plain.join(".dwp/plans").join(crate::support::PLAN);
+    std::fs::rename(s.plan(), &plan).unwrap();
+    let p = plan.to_str().unwrap();
+    expect(
+        &crate::dwp(&["ledger", "--plan", p, "start", "--task", "T-one"]),
+        0,
+        "OK: task_start T-one",
+    );
+    // `echo` is no declared command class and the artifact does not exist: neither matters when
+    // there is no starting revision to build the old leg from.
+    let out = crate::dwp(&[
+        "outcomes",
+        "--plan",
+        p,
+        "control",
+        "--task",
+        "T-one",
+        "--criterion",
+        "AC-pass",
+        "--command",
+        "true",
+        "--artifact",
+        "anything.txt",
+    ]);
+    expect(&out, 0, "OK: control pair verdict control_unavailable (");
+    expect(&out, 0, "non-git host");
+}
+
+#[test]
+fn a_hostile_starting_revision_is_an_error_not_a_panic() {
+    let s = controlled();
+    std::fs::write(s.root.join("check.sh"), "true\n").unwrap();
+    // A raw append records any fingerprint a caller gives it.
+    let out = s.ledger(&[
+        "append",
+        "--type",
+        "task_start",
+        "--json",
+        r#"{"task":"T-one","fingerprint":{"revision":"ééééééééééééééé","dirty":""}}"#,
+    ]);
+    expect(&out, 0, "OK: appended task_start");
+    let out = control(&s, "check.sh");
+    expect(&out, 1, "ERROR: git worktree add at éééééééééééé failed");
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
 }
