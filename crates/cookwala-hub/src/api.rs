@@ -509,7 +509,8 @@ async fn start(
     let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
     let recalls = crate::recalls::blocking(&hub.recalls());
-    let outcome = cookwala::precheck::precheck(&cookwala::precheck::Context {
+    let empty = Value::Object(Map::new());
+    let context = cookwala::precheck::Context {
         request: &doc,
         recipe: recipe.as_ref(),
         recalls: &recalls,
@@ -521,8 +522,25 @@ async fn start(
         busy: live.values().any(|r| r.device == device.id)
             || hub.reserved().devices.get(&device.id).is_some_and(|n| *n > 0),
         now,
-    })
-    .map_err(ApiError::bad_request)?;
+    };
+    // One decision: prechecks, then the dry run with the limits this device enforces.
+    let admission = cookwala::admission::admit(
+        cookwala::vocab::Vocabulary::builtin(),
+        &cookwala::admission::Request {
+            precheck: Some(context),
+            recipe: recipe.as_ref().unwrap_or(&empty),
+            device: &device.doc,
+            pack: catalog.pack(),
+            narrowing: device.extra_limits.as_ref(),
+            human_present,
+            allow_model: true,
+            now,
+        },
+    )
+    .map_err(|e| match e {
+        cookwala::admission::AdmissionError::Request(why) => ApiError::bad_request(why),
+        other => ApiError::internal(&other),
+    })?;
     let run = RunConfig {
         recipe: recipe_id.clone(),
         device: device.id.clone(),
@@ -547,7 +565,9 @@ async fn start(
     config.pack = Some(catalog.pack().clone());
     config.execution_id = id.clone();
     config.request_id = id.clone();
-    config.refusal = outcome.refusal;
+    // The simulator is built from the admission; it does not decide again.
+    config.refusal = admission.refusal().cloned();
+    config.plan = Some(admission.plan().to_vec());
     config.faults.clone_from(&hub.inner.config.sim_faults);
     let sim = Simulation::new(config).map_err(|e| ApiError::internal(&e))?;
     // The start answer carries the plan the hub accepted (`x-hub-plan`, as the upstream hub
@@ -574,7 +594,7 @@ async fn start(
         limits_doc: device.extra_limits_jcs.clone(),
     };
     let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &status);
-    let incidents: Vec<NewIncident> = outcome
+    let incidents: Vec<NewIncident> = admission
         .findings
         .iter()
         .map(|f| {

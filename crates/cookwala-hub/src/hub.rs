@@ -696,30 +696,6 @@ fn recovered_log(
     Some(log)
 }
 
-#[cfg(test)]
-mod final_status_tests {
-    use super::FinalStatuses;
-
-    #[test]
-    fn the_final_status_cache_is_bounded_and_keyed_by_device() {
-        let mut c = FinalStatuses::default();
-        for i in 0..FinalStatuses::CAPACITY + 10 {
-            c.put("hob", &format!("ex-{i}"), 3, axum::body::Bytes::from_static(b"{}"));
-        }
-        // The oldest entries went first; the newest are there.
-        assert!(c.get("hob", "ex-0").is_none());
-        assert!(c.get("hob", "ex-9").is_none());
-        assert!(c.get("hob", "ex-10").is_some());
-        let last = format!("ex-{}", FinalStatuses::CAPACITY + 9);
-        assert_eq!(c.get("hob", &last).map(|(seq, _)| seq), Some(3));
-        // Another device's path does not see it.
-        assert!(c.get("oven", &last).is_none());
-        // Putting the same entry again does not grow the queue.
-        c.put("hob", &last, 3, axum::body::Bytes::from_static(b"{}"));
-        assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
-    }
-}
-
 impl Hub {
     /// Deletes the incident reports clients posted once they are older than
     /// [`HubConfig::incident_retention_days`]: at start and then hourly.
@@ -746,5 +722,29 @@ impl Hub {
     pub(crate) fn time_scale(&self) -> f64 {
         let speed = self.inner.config.speed;
         if speed.is_finite() && speed > 0.0 { speed } else { 1.0 }
+    }
+}
+
+#[cfg(test)]
+mod final_status_tests {
+    use super::FinalStatuses;
+
+    #[test]
+    fn the_final_status_cache_is_bounded_and_keyed_by_device() {
+        let mut c = FinalStatuses::default();
+        for i in 0..FinalStatuses::CAPACITY + 10 {
+            c.put("hob", &format!("ex-{i}"), 3, axum::body::Bytes::from_static(b"{}"));
+        }
+        // The oldest entries went first; the newest are there.
+        assert!(c.get("hob", "ex-0").is_none());
+        assert!(c.get("hob", "ex-9").is_none());
+        assert!(c.get("hob", "ex-10").is_some());
+        let last = format!("ex-{}", FinalStatuses::CAPACITY + 9);
+        assert_eq!(c.get("hob", &last).map(|(seq, _)| seq), Some(3));
+        // Another device's path does not see it.
+        assert!(c.get("oven", &last).is_none());
+        // Putting the same entry again does not grow the queue.
+        c.put("hob", &last, 3, axum::body::Bytes::from_static(b"{}"));
+        assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
     }
 }

@@ -1,51 +1,9 @@
 //! Simulation inputs: the documents, the plan, faults and the clock mapping.
 
 use canonical_json::Value;
-use cookwala::dryrun::{By, DryRun, Refusal};
+use cookwala::dryrun::Refusal;
 
-/// One plan row the simulator executes (an owned copy of a dry-run row).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlanStep {
-    /// Node id.
-    pub node: String,
-    /// Op id.
-    pub op: String,
-    /// A person performs the step (`by: human`).
-    pub by_human: bool,
-    /// `sensor`, `model`, `time` or `human`.
-    pub verified_by: String,
-    /// The ladder rung (a sensor id, `model`, `time`, `human`), device rows only.
-    pub rung: Option<String>,
-}
-
-impl PlanStep {
-    /// The rows of an accepted dry run.
-    pub fn from_dry_run(dry: &DryRun<'_>) -> Vec<PlanStep> {
-        dry.plan
-            .iter()
-            .map(|row| PlanStep {
-                node: row.node.to_owned(),
-                op: row.op.to_owned(),
-                by_human: row.by == By::Human,
-                verified_by: row.verified_by.to_owned(),
-                rung: row.rung.map(str::to_owned),
-            })
-            .collect()
-    }
-
-    /// The row as the dry run shows it: `{node, op, by, verifiedBy, rung?}`.
-    pub fn to_value(&self) -> Value {
-        let mut r = canonical_json::Map::new();
-        r.insert("node".into(), self.node.as_str().into());
-        r.insert("op".into(), self.op.as_str().into());
-        r.insert("by".into(), if self.by_human { "human" } else { "device" }.into());
-        r.insert("verifiedBy".into(), self.verified_by.as_str().into());
-        if let Some(rung) = &self.rung {
-            r.insert("rung".into(), rung.as_str().into());
-        }
-        Value::Object(r)
-    }
-}
+pub use cookwala::admission::PlanStep;
 
 /// A fault to inject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +80,8 @@ pub struct SimConfig {
     /// The SafetyLimits pack the executor enforces (the device maker's, `serve --limits`);
     /// `None` is the built-in default pack. `extra_limits` can only narrow it.
     pub pack: Option<Value>,
-    /// A plan made by the caller; `None` runs the dry run here.
+    /// The plan admission accepted ([`cookwala::admission::admit`]); `None` asks admission
+    /// for it from the documents (no prechecks: a run straight from documents).
     pub plan: Option<Vec<PlanStep>>,
     /// A refusal the caller already decided (an executor precheck such as
     /// `recipe_hash_mismatch` or `busy`): the execution starts `refused` with it and nothing

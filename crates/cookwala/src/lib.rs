@@ -41,6 +41,7 @@
 //! ([`mission::EventStore`], [`mission::PayloadStore`]) are passed in. A `journal::Journal`
 //! opened by the caller is an [`mission::EventStore`].
 
+pub mod admission;
 pub mod b64;
 pub mod conformance;
 pub mod disclosure;

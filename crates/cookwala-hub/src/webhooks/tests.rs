@@ -58,14 +58,17 @@ fn signature_is_sha256_and_lowercase_hex() {
 }
 
 #[test]
-fn only_plain_http_urls_with_a_secret_are_accepted() {
+fn only_http_and_https_urls_with_a_secret_are_accepted() {
     let t = target("http://127.0.0.1:9000/hooks/cw?x=1").unwrap();
     assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 9000, "/hooks/cw?x=1"));
     assert_eq!(t.authority, "127.0.0.1:9000");
     let t = target("http://[::1]/").unwrap();
     assert_eq!((t.host.as_str(), t.port), ("::1", 80));
     assert_eq!(target("http://localhost").unwrap().path, "/");
-    assert!(target("https://example.test/x").unwrap_err().contains("https"));
+    let t = target("https://example.test/x").unwrap();
+    assert!(t.tls);
+    assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("example.test", 443, "/x"));
+    assert!(!target("http://example.test/x").unwrap().tls);
     assert!(target("ftp://h/x").is_err());
     assert!(target("http://user:pw@h/x").is_err());
     assert!(target("not a url").is_err());
@@ -74,7 +77,8 @@ fn only_plain_http_urls_with_a_secret_are_accepted() {
     assert!(check(&[hook("http://h/a", "s"), hook("http://h/b", "s")]).is_ok());
     assert!(check(&[hook("http://h/a", "")]).is_err());
     assert!(check(&[hook("http://h/a", "s"), hook("http://h/a", "t")]).is_err());
-    let err = check(&[hook("https://h/a", "s")]).unwrap_err().to_string();
-    assert!(err.starts_with("webhook https://h/a: https is not supported"), "{err}");
+    assert!(check(&[hook("https://h/a", "s")]).is_ok());
+    let err = check(&[hook("ftp://h/a", "s")]).unwrap_err().to_string();
+    assert!(err.starts_with("webhook ftp://h/a: the URL must start with"), "{err}");
     assert!(!format!("{:?}", hook("http://h/a", "hunter2")).contains("hunter2"));
 }
