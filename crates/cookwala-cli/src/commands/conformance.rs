@@ -160,3 +160,41 @@ fn check_vectors_hash(dir: &Path, available: &[SuiteFile]) -> Result<bool> {
     eprintln!("vectors hash matches {}: {ours}", published.display());
     Ok(true)
 }
+
+/// Every vector file of `dir` with its suite name.
+fn load_all(dir: &Path) -> Result<Vec<(String, Value)>> {
+    discover(dir)?.iter().map(|s| Ok((s.name.clone(), read_json(&s.path)?))).collect()
+}
+
+/// `cookwala conformance run --vectors DIR --verify-report FILE --keys K`: checks a signed
+/// ConformanceReport against the vector files (hash, signature, vectorsHash, counts).
+/// Prints `ok` or one problem per line; returns whether the report holds.
+pub fn verify_report(dir: &Path, report: &Path, keys: &[PathBuf], json: bool) -> Result<bool> {
+    let files = load_all(dir)?;
+    let published =
+        std::fs::read_to_string(dir.join("VECTORS-HASH.txt")).ok().map(|t| t.trim().to_owned());
+    let keys = crate::commands::keys::load_keys(keys)?;
+    let doc = read_json(report)?;
+    let check = conformance::verify_report(&doc, &keys, &files, published.as_deref());
+    if json {
+        let mut out = Map::new();
+        out.insert("ok".into(), check.is_ok().into());
+        out.insert("signature".into(), check.signature.as_str().into());
+        out.insert(
+            "vectorsHash".into(),
+            check.vectors_hash.as_deref().map_or(Value::Null, Value::from),
+        );
+        out.insert(
+            "problems".into(),
+            Value::Array(check.problems.iter().map(|p| p.as_str().into()).collect()),
+        );
+        println!("{}", compact(&Value::Object(out))?);
+    } else if check.is_ok() {
+        println!("ok");
+    } else {
+        for p in &check.problems {
+            println!("{p}");
+        }
+    }
+    Ok(check.is_ok())
+}
