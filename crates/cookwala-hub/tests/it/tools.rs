@@ -605,6 +605,15 @@ async fn conformance_report_is_run_at_start_signed_and_verifiable() {
     let wk = call(&app, open_get("/.well-known/cookwala.json")).await;
     let keys = KeySet::from_value(&wk.body).unwrap();
     assert_eq!(verify_signature(report, &keys, SignedKind::Document).reason.as_str(), "ok");
+    // And as `cookwala conformance run --verify-report` checks it: hash, signature,
+    // vectorsHash against the published one, counts.
+    let check = cookwala::conformance::verify_report(
+        report,
+        &keys,
+        &all_files(&vectors),
+        Some(published.trim()),
+    );
+    assert!(check.is_ok(), "{:?}", check.problems);
     let mut forged = report.clone();
     forged.as_object_mut().unwrap().insert("claim".into(), "verifier".into());
     assert_eq!(
