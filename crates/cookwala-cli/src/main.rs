@@ -208,6 +208,9 @@ enum Command {
     /// Supply and demand signals (RFC-0007)
     #[command(subcommand)]
     Signal(SignalCommand),
+    /// Humanitarian rule packs (RFC-0003): check offers, handovers and distributions
+    #[command(subcommand)]
+    Humanitarian(HumanitarianCommand),
     /// Convert kitchen quantities (tsp 5 ml, cup 240 ml, pinch 0.36 g, ...)
     ///
     /// Volume <-> mass needs --density (g/ml); without it the answer is the error
@@ -747,6 +750,23 @@ enum RegistryCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum HumanitarianCommand {
+    /// Check documents against rule packs: prints `FILE: KIND, N block, M warn` and each
+    /// finding (exit 1 when a finding blocks)
+    Check {
+        /// A RulePack file (repeatable, merged in order; default: the built-in who-codex-basic)
+        #[arg(long = "pack")]
+        packs: Vec<PathBuf>,
+        /// Print one {"file","id","kind","findings":[{"rule","severity","detail"}]} per file
+        #[arg(long)]
+        json: bool,
+        /// Offer, Handover or Distribution documents
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum SignalCommand {
     /// Check a DemandSignal or SupplySignal against the policy (exit 1 when refused)
     ///
@@ -840,6 +860,9 @@ fn run(cli: Cli) -> Result<bool> {
             profiles::registry_compare(&a, &b, json)
         }
         Command::Signal(SignalCommand::Check { json, file }) => profiles::signal_check(&file, json),
+        Command::Humanitarian(HumanitarianCommand::Check { packs, json, files }) => {
+            profiles::humanitarian_check(&files, &packs, json)
+        }
         Command::Convert { value, unit, to, density, vocab, json } => {
             rules::convert(vocab.vocab.as_deref(), value, &unit, &to, density, json)
         }

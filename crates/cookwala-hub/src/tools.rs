@@ -5,8 +5,8 @@
 //! - `GET /v1/tools/recipes`, `/v1/tools/recipes/{id}`, `/v1/tools/devices`,
 //!   `/v1/tools/vocab/ops`, `/v1/tools/registry`.
 //! - `POST /v1/tools/{tool}` for `hash`, `verify`, `dryrun`, `envelope`, `convert`, `ladder`,
-//!   `validate`, `sms` (RFC-0003) and `constraints` (RFC-0001); `humanitarian` (rule packs this
-//!   hub does not implement) answers 501, any other name 404.
+//!   `validate`, `sms` and `humanitarian` (RFC-0003) and `constraints` (RFC-0001); any other
+//!   name answers 404.
 //!
 //! Every tool needs the bearer token. Arguments are checked field by field: a missing or
 //! mistyped field is a 400 problem naming it, never a 500.
@@ -30,11 +30,21 @@ use crate::hub::Hub;
 pub const CORE_API_VERSION: &str = "0.2.0";
 
 /// The tools `POST /v1/tools/{tool}` runs.
-pub const TOOLS: [&str; 9] =
-    ["hash", "verify", "dryrun", "envelope", "convert", "ladder", "validate", "sms", "constraints"];
+pub const TOOLS: [&str; 10] = [
+    "hash",
+    "verify",
+    "dryrun",
+    "envelope",
+    "convert",
+    "ladder",
+    "validate",
+    "sms",
+    "constraints",
+    "humanitarian",
+];
 
 /// Upstream tools of profiles this hub does not implement (501).
-pub const NOT_IMPLEMENTED: [&str; 1] = ["humanitarian"];
+pub const NOT_IMPLEMENTED: [&str; 0] = [];
 
 /// The tool routes, the index, `/v1/conformance` and `/.well-known/cookwala.json` (merged into
 /// [`crate::app`]).
@@ -324,6 +334,7 @@ async fn tool(
         "ladder" => ladder(&args)?,
         "sms" => sms(&args)?,
         "constraints" => constraints(&args)?,
+        "humanitarian" => humanitarian(&args)?,
         _ => validate(&args)?,
     };
     Ok(doc_response(StatusCode::OK, &out))
@@ -691,4 +702,48 @@ fn constraints(args: &Value) -> Result<Value, ApiError> {
             .collect::<Result<Vec<_>, _>>()?,
     };
     Ok(derive(&Facets::builtin(), &roles, &ids, role, &consents).to_value())
+}
+
+/// `{docs: [...], packs?: [ids]}` → `{results: [{id, kind, findings: [{rule, severity,
+/// detail}]}]}`: each document checked against the merged rule packs (default
+/// `who-codex-basic`, the only pack built in).
+fn humanitarian(args: &Value) -> Result<Value, ApiError> {
+    use cookwala::humanitarian::{RulePack, check};
+    let docs = required(args, "docs")?
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("docs must be an array"))?;
+    let packs = match present(args, "packs") {
+        None => vec![RulePack::who_codex_basic()],
+        Some(v) => v
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("packs must be an array of pack ids"))?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let id = p
+                    .as_str()
+                    .ok_or_else(|| ApiError::bad_request(format!("packs/{i} must be a string")))?;
+                RulePack::builtin(id).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "packs/{i}: {id:?} is not a rule pack of this hub (who-codex-basic)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let pack = RulePack::merge(&packs);
+    let mut results = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if doc.as_object().is_none() {
+            return Err(ApiError::bad_request(format!("docs/{i} must be an object")));
+        }
+        let findings =
+            check(doc, &pack).map_err(|e| ApiError::bad_request(format!("docs/{i}: {e}")))?;
+        let mut m = Map::new();
+        m.insert("id".into(), doc.get("id").cloned().unwrap_or(Value::Null));
+        m.insert("kind".into(), doc.get("kind").cloned().unwrap_or(Value::Null));
+        m.insert("findings".into(), Value::Array(findings.iter().map(|f| f.to_value()).collect()));
+        results.push(Value::Object(m));
+    }
+    Ok(obj([("results", Value::Array(results))]))
 }

@@ -31,7 +31,8 @@
 //!   their `vectors_hash` and checks signed ConformanceReports.
 //! - The profiles, one module each: [`certification`] (RFC-0010), [`household`] (RFC-0001
 //!   disclosure policy), [`federation`] (RFC-0006), [`registry`] (RFC-0002), [`signal`]
-//!   (RFC-0007) and [`sms`] (RFC-0003, the humanitarian SMS grammar).
+//!   (RFC-0007) and [`sms`] (RFC-0003, the humanitarian SMS grammar), with [`humanitarian`]
+//!   (rule-pack checks of offers, handovers and distributions).
 //!
 //! **Key design decision: the upstream reference is the algorithm.** Where the standard's prose
 //! is loose, the reference library (`tools/cookwala_ref.py`) decides: check order, reason
@@ -55,6 +56,7 @@ pub mod envelope;
 pub mod execution;
 pub mod federation;
 pub mod household;
+pub mod humanitarian;
 pub mod keys;
 pub mod limits;
 pub mod logs;

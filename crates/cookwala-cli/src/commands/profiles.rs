@@ -12,6 +12,7 @@ use anyhow::{Context, Result, bail};
 use canonical_json::{Map, Value};
 use cookwala::certification;
 use cookwala::household::{self, ConsentGrant, Facets, Roles};
+use cookwala::humanitarian::{self, RulePack, Severity};
 use cookwala::time::{Instant, parse_timestamp};
 use cookwala::{registry, signal, sms};
 
@@ -335,4 +336,49 @@ pub fn signal_check(file: &Path, json: bool) -> Result<bool> {
         }
     }
     Ok(reasons.is_empty())
+}
+
+// ---- humanitarian
+
+/// `cookwala humanitarian check FILE… [--pack FILE]…`: each document against the merged rule
+/// packs (default: the built-in `who-codex-basic`). Exit 1 when any finding blocks.
+pub fn humanitarian_check(files: &[PathBuf], packs: &[PathBuf], json: bool) -> Result<bool> {
+    let packs: Vec<RulePack> = if packs.is_empty() {
+        vec![RulePack::who_codex_basic()]
+    } else {
+        packs
+            .iter()
+            .map(|p| {
+                RulePack::from_value(&read_json(p)?)
+                    .with_context(|| format!("{} is not a rule pack", display(p)))
+            })
+            .collect::<Result<_>>()?
+    };
+    let pack = RulePack::merge(&packs);
+    let mut blocked = false;
+    for file in files {
+        let doc = read_json(file)?;
+        let findings = humanitarian::check(&doc, &pack)
+            .with_context(|| format!("{} cannot be checked", display(file)))?;
+        blocked |= findings.iter().any(|f| f.severity == Severity::Block);
+        if json {
+            let mut m = Map::new();
+            m.insert("file".into(), display(file).into());
+            m.insert("id".into(), doc.get("id").cloned().unwrap_or(Value::Null));
+            m.insert("kind".into(), doc.get("kind").cloned().unwrap_or(Value::Null));
+            m.insert(
+                "findings".into(),
+                Value::Array(findings.iter().map(humanitarian::Finding::to_value).collect()),
+            );
+            println!("{}", compact(&Value::Object(m))?);
+            continue;
+        }
+        let blocks = findings.iter().filter(|f| f.severity == Severity::Block).count();
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("document");
+        println!("{}: {kind}, {blocks} block, {} warn", display(file), findings.len() - blocks);
+        for f in &findings {
+            println!("  {} {}: {}", f.severity.as_str().to_uppercase(), f.rule, f.detail);
+        }
+    }
+    Ok(!blocked)
 }

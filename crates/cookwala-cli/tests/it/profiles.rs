@@ -267,3 +267,42 @@ fn an_unknown_revocation_reason_is_a_warning_not_a_lost_key_set() {
         );
     }
 }
+
+#[test]
+fn humanitarian_check_reports_blocks_and_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("offer.json"),
+        br#"{"kind":"Offer","id":"of-1","at":"2026-11-05T10:00:00Z","items":[{"lineId":"1","storage":"chilled","allergens":["unknown"]}],"readings":[{"lineId":"1","tempC":3}]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("dist.json"),
+        br#"{"kind":"Distribution","id":"d-1","menu":{"perPersonDay":{"energyKcal":2300,"fruitVegG":250}}}"#,
+    )
+    .unwrap();
+    let out = cookwala(dir.path(), &["humanitarian", "check", "dist.json"]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        [
+            "dist.json: Distribution, 0 block, 1 warn",
+            "  WARN nutrition.fruit_veg: perPersonDay: 250 g"
+        ]
+    );
+    let out = cookwala(dir.path(), &["humanitarian", "check", "--json", "offer.json", "dist.json"]);
+    assert_exit(&out, 1);
+    let first = parse_line(stdout(&out).lines().next().unwrap());
+    assert_eq!(
+        first.pointer("/findings/0/rule").and_then(Value::as_str),
+        Some("safety.allergen_unlabelled")
+    );
+    // A pack file replaces the default: an empty pack finds nothing.
+    std::fs::write(dir.path().join("pack.json"), br#"{"id":"none","rules":[]}"#).unwrap();
+    let out = cookwala(dir.path(), &["humanitarian", "check", "--pack", "pack.json", "offer.json"]);
+    assert_exit(&out, 0);
+    std::fs::write(dir.path().join("bad.json"), br#"{"rules":[{"id":"x"}]}"#).unwrap();
+    let out = cookwala(dir.path(), &["humanitarian", "check", "--pack", "bad.json", "offer.json"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("is not a rule pack"), "{}", stderr(&out));
+}

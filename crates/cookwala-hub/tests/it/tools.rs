@@ -376,14 +376,8 @@ async fn validate_maps_upstream_schema_names_to_our_kinds() {
 }
 
 #[tokio::test]
-async fn humanitarian_is_501_unknown_tools_404_and_all_need_the_token() {
+async fn unknown_tools_are_404_and_all_need_the_token() {
     let app = default_app().await;
-    for name in ["humanitarian"] {
-        let r = tool(&app, name, &parse(r#"{"text":"x"}"#)).await;
-        assert_eq!(r.status, StatusCode::NOT_IMPLEMENTED, "{name}");
-        assert_eq!(r.str("title"), "not-implemented");
-        assert!(r.str("detail").contains(name), "{:?}", r.body);
-    }
     assert_problem(
         &tool(&app, "frobnicate", &parse("{}")).await,
         StatusCode::NOT_FOUND,
@@ -474,7 +468,7 @@ async fn index_is_open_and_lists_the_tools() {
         assert!(tools.iter().any(|t| t.as_str() == Some("dryrun")));
         assert!(tools.iter().any(|t| t.as_str() == Some("sms")));
         assert!(tools.iter().any(|t| t.as_str() == Some("constraints")));
-        assert!(!tools.iter().any(|t| t.as_str() == Some("humanitarian")));
+        assert!(tools.iter().any(|t| t.as_str() == Some("humanitarian")));
     }
 }
 
@@ -794,6 +788,43 @@ async fn constraints_answer_every_disclosure_policy_vector() {
     for (body, needle) in bad {
         assert_problem(
             &tool(&app, "constraints", &parse(body)).await,
+            StatusCode::BAD_REQUEST,
+            needle,
+        );
+    }
+}
+
+#[tokio::test]
+async fn humanitarian_checks_documents_against_the_rule_pack() {
+    let app = default_app().await;
+    let body = parse(
+        r#"{"docs":[
+            {"kind":"Offer","id":"of-1","at":"2026-11-05T10:00:00Z",
+             "items":[{"lineId":"1","storage":"chilled"},{"lineId":"2","storage":"hot_held"}],
+             "readings":[{"lineId":"1","tempC":4},{"lineId":"2","tempC":52}]},
+            {"kind":"Distribution","id":"d-1","menu":{"perPersonDay":{"energyKcal":2300,"sodiumMg":2600}}}
+        ]}"#,
+    );
+    let r = tool(&app, "humanitarian", &body).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body,
+        parse(
+            r#"{"results":[
+            {"id":"of-1","kind":"Offer","findings":[{"rule":"safety.hot_hold_min","severity":"block","detail":"line 2: 52 °C"}]},
+            {"id":"d-1","kind":"Distribution","findings":[{"rule":"nutrition.sodium_per_day","severity":"warn","detail":"perPersonDay: 2600 mg"}]}
+        ]}"#
+        )
+    );
+    let bad = [
+        (r#"{}"#, "docs"),
+        (r#"{"docs":[1]}"#, "docs/0"),
+        (r#"{"docs":[],"packs":["sphere-full"]}"#, "sphere-full"),
+        (r#"{"docs":[{"items":[{"lineId":"1","storage":"chilled"}]}]}"#, "docs/0"),
+    ];
+    for (body, needle) in bad {
+        assert_problem(
+            &tool(&app, "humanitarian", &parse(body)).await,
             StatusCode::BAD_REQUEST,
             needle,
         );
