@@ -657,6 +657,15 @@ enum ConformanceCommand {
         /// Key set files for --verify-report (repeatable)
         #[arg(long, requires = "verify_report")]
         keys: Vec<PathBuf>,
+        /// Also write a signed ConformanceReport here (only when every vector passes)
+        #[arg(long, requires = "key", conflicts_with = "verify_report")]
+        report: Option<PathBuf>,
+        /// The private key file that signs --report (`cookwala keygen`)
+        #[arg(long, requires = "report")]
+        key: Option<PathBuf>,
+        /// The conformance class the report claims
+        #[arg(long, default_value = "verifier", requires = "report")]
+        claim: String,
     },
 }
 
@@ -836,9 +845,16 @@ fn run(cli: Cli) -> Result<bool> {
             json,
             verify_report,
             keys: key_files,
-        }) => match verify_report {
-            Some(report) => conformance::verify_report(&vectors, &report, &key_files, json),
-            None => conformance::run(&vectors, &suites, json),
+            report,
+            key,
+            claim,
+        }) => match (verify_report, report, key) {
+            (Some(file), _, _) => conformance::verify_report(&vectors, &file, &key_files, json),
+            (None, Some(out), Some(key)) => {
+                let args = conformance::ReportArgs { out, key, claim };
+                conformance::run(&vectors, &suites, json, Some(&args))
+            }
+            (None, _, _) => conformance::run(&vectors, &suites, json, None),
         },
         Command::Sms(SmsCommand::Parse { text, json }) => profiles::sms_parse(&text, json),
         Command::Constraints { facets, role, consents, json } => {

@@ -508,6 +508,50 @@ fn run_registry(kind: &str, input: &Value) -> Result<Value, RunError> {
     }
 }
 
+/// What a ConformanceReport says about who ran it.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportInfo<'a> {
+    /// The conformance class claimed (`verifier`, `executor`, …).
+    pub claim: &'a str,
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The tool's version.
+    pub version: &'a str,
+    /// The day it ran (`YYYY-MM-DD`).
+    pub date: &'a str,
+}
+
+/// An unsigned ConformanceReport (COOKWALA.md §8.3) for `suites` run from the files whose
+/// vectors hash is `vectors_hash`, with its `hash` set; sign it with
+/// [`crate::signature::attach`].
+///
+/// # Errors
+/// [`RunError::BadInput`] when the report cannot be hashed.
+pub fn report(
+    suites: &[SuiteReport],
+    vectors_hash: &str,
+    info: ReportInfo<'_>,
+) -> Result<Value, RunError> {
+    let mut tool = Map::new();
+    tool.insert("name".into(), info.tool.into());
+    tool.insert("version".into(), info.version.into());
+    let mut m = Map::new();
+    m.insert("profile".into(), "0.1.0".into());
+    m.insert("kind".into(), "ConformanceReport".into());
+    m.insert("claim".into(), info.claim.into());
+    m.insert("suites".into(), Value::Array(suites.iter().map(SuiteReport::to_value).collect()));
+    m.insert("vectorsHash".into(), vectors_hash.into());
+    m.insert("tool".into(), Value::Object(tool));
+    m.insert("date".into(), info.date.into());
+    m.insert("status".into(), "self_declared".into());
+    let mut doc = Value::Object(m);
+    let hash = document_hash(&doc).map_err(|e| bad(&e.to_string()))?;
+    if let Some(m) = doc.as_object_mut() {
+        m.insert("hash".into(), hash.into());
+    }
+    Ok(doc)
+}
+
 /// The outcome of [`verify_report`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportCheck {

@@ -49,8 +49,26 @@ fn discover(dir: &Path) -> Result<Vec<SuiteFile>> {
     Ok(suites)
 }
 
+/// Where and how to write a signed ConformanceReport after a run.
+#[derive(Debug)]
+pub struct ReportArgs {
+    /// The report file.
+    pub out: PathBuf,
+    /// The signing key file (`cookwala keygen`).
+    pub key: PathBuf,
+    /// The class claimed.
+    pub claim: String,
+}
+
 /// Runs the selected suites; prints per-suite lines and a total. Returns whether all passed.
-pub fn run(dir: &Path, selected: &[String], json: bool) -> Result<bool> {
+/// With `report`, also writes a signed ConformanceReport, but only when every vector passed (a
+/// report that fails a vector may not claim a class).
+pub fn run(
+    dir: &Path,
+    selected: &[String],
+    json: bool,
+    report: Option<&ReportArgs>,
+) -> Result<bool> {
     let available = discover(dir)?;
     let suites: Vec<&SuiteFile> = if selected.is_empty() {
         available.iter().collect()
@@ -114,7 +132,46 @@ pub fn run(dir: &Path, selected: &[String], json: bool) -> Result<bool> {
         }
         println!("{passed} passed, {failed} failed");
     }
+    if let Some(args) = report {
+        if failed > 0 || !hash_ok {
+            eprintln!(
+                "error: no report written: {failed} vectors failed or the vectors hash differs, \
+                 and a report that fails may not claim {}",
+                args.claim
+            );
+            return Ok(false);
+        }
+        write_report(&loaded, &reports, args)?;
+    }
     Ok(failed == 0 && hash_ok)
+}
+
+fn write_report(
+    loaded: &[(String, Value)],
+    reports: &[SuiteReport],
+    args: &ReportArgs,
+) -> Result<()> {
+    let (kid, key) = crate::commands::keys::load_signing_key(&args.key)?;
+    let hash = conformance::vectors_hash(loaded).context("cannot compute the vectors hash")?;
+    let now = crate::clock::now_rfc3339();
+    let info = conformance::ReportInfo {
+        claim: &args.claim,
+        tool: "cookwala",
+        version: env!("CARGO_PKG_VERSION"),
+        date: now.get(..10).unwrap_or(&now),
+    };
+    let unsigned = conformance::report(reports, &hash, info).context("cannot build the report")?;
+    let signed = cookwala::signature::attach(
+        &unsigned,
+        &key,
+        &kid,
+        &now,
+        cookwala::signature::SignedKind::Document,
+    )
+    .context("cannot sign the report")?;
+    crate::output::emit(&signed, Some(&args.out))?;
+    eprintln!("signed report written to {} (kid {kid})", args.out.display());
+    Ok(())
 }
 
 /// A suite this build cannot run counts every vector as failed (never as skipped).

@@ -282,3 +282,74 @@ fn a_changed_vector_fails_and_an_unknown_suite_is_an_error() {
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("no suite \"nope\""));
 }
+
+#[test]
+fn run_writes_a_signed_report_that_verify_report_accepts() {
+    let Some(vectors) = shared("standards/cookwala/conformance") else { return };
+    let v = vectors.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = cookwala(
+        dir.path(),
+        &[
+            "keygen",
+            "--kid",
+            "did:web:example.test#r",
+            "--out",
+            "keys",
+            "--valid-from",
+            "2026-01-01T00:00:00Z",
+        ],
+    );
+    assert_exit(&out, 0);
+    let key = std::fs::read_dir(dir.path().join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".key.json"))
+        .unwrap();
+    let key = key.to_str().unwrap();
+    let out = cookwala(
+        dir.path(),
+        &["conformance", "run", "--vectors", v, "--report", "r.json", "--key", key],
+    );
+    assert_exit(&out, 0);
+    assert!(stderr(&out).contains("signed report written to r.json"), "{}", stderr(&out));
+    let report = canonical_json::parse(&std::fs::read(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(report.get("claim").and_then(Value::as_str), Some("verifier"));
+    let published = std::fs::read_to_string(vectors.join("VECTORS-HASH.txt")).unwrap();
+    assert_eq!(report.get("vectorsHash").and_then(Value::as_str), Some(published.trim()));
+    let keys = public_keys(dir.path());
+    let out = cookwala(
+        dir.path(),
+        &[
+            "conformance",
+            "run",
+            "--vectors",
+            v,
+            "--verify-report",
+            "r.json",
+            "--keys",
+            &keys,
+            "--json",
+        ],
+    );
+    assert_exit(&out, 0);
+    let check = canonical_json::parse(stdout(&out).trim().as_bytes()).unwrap();
+    assert_eq!(check.get("ok"), Some(&Value::Bool(true)), "{check:?}");
+    assert_eq!(check.get("signature").and_then(Value::as_str), Some("ok"));
+
+    // A failing run writes no report.
+    let text = std::fs::read_to_string(vectors.join("hash.json")).unwrap();
+    let tampered = text.replacen("sha256:2d5e01a318d0", "sha256:0d5e01a318d0", 1);
+    std::fs::create_dir(dir.path().join("v")).unwrap();
+    std::fs::write(dir.path().join("v/hash.json"), tampered).unwrap();
+    let out = cookwala(
+        dir.path(),
+        &["conformance", "run", "--vectors", "v", "--report", "bad.json", "--key", key],
+    );
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("no report written"), "{}", stderr(&out));
+    assert!(!dir.path().join("bad.json").exists());
+    // --report needs --key.
+    let out = cookwala(dir.path(), &["conformance", "run", "--vectors", v, "--report", "x.json"]);
+    assert_exit(&out, 2);
+}
