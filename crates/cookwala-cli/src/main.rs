@@ -157,6 +157,10 @@ enum Command {
         /// What was signed
         #[arg(long, value_enum, default_value = "document")]
         kind: KindArg,
+        /// The document was relayed by another hub (RFC-0006): it must verify with its issuer's
+        /// key, never a relay's; reports not_issuer_key when the key's actor is not the issuer
+        #[arg(long, conflicts_with = "kind")]
+        relayed: bool,
         /// Print {"ok","reason",...}
         #[arg(long)]
         json: bool,
@@ -172,6 +176,41 @@ enum Command {
     /// Run the standard's conformance vectors
     #[command(subcommand)]
     Conformance(ConformanceCommand),
+    /// Humanitarian SMS messages (RFC-0003): offers, claims, handovers, distributions, menus
+    #[command(subcommand)]
+    Sms(SmsCommand),
+    /// What a recipient role may receive from household facets (RFC-0001)
+    ///
+    /// Prints the derived constraints (with the facets they come from), the facets disclosed
+    /// under consent and the facets withheld with their reason (never_travels, no_consent,
+    /// not_allowed_for_role, unknown_facet). Raw facet values are never printed.
+    Constraints {
+        /// Facets: a JSON file (or -) of [{"facet": id, ...}] or ids, or comma-separated ids
+        #[arg(long)]
+        facets: String,
+        /// Recipient role: grocer, delivery, planner, device_maker, program, dataset, insurer,
+        /// other_robot
+        #[arg(long)]
+        role: String,
+        /// ConsentGrants: a JSON file (or -) of [{"recipientRole", "scope": {"facets"|"families"}}]
+        #[arg(long)]
+        consents: Option<String>,
+        /// Print {"constraints","disclosed","withheld"}
+        #[arg(long)]
+        json: bool,
+    },
+    /// Certifications (RFC-0010): verify one, or pick the current ones of a set
+    #[command(subcommand)]
+    Certify(CertifyCommand),
+    /// Registry names and exact versions (RFC-0002)
+    #[command(subcommand)]
+    Registry(RegistryCommand),
+    /// Supply and demand signals (RFC-0007)
+    #[command(subcommand)]
+    Signal(SignalCommand),
+    /// Humanitarian rule packs (RFC-0003): check offers, handovers and distributions
+    #[command(subcommand)]
+    Humanitarian(HumanitarianCommand),
     /// Convert kitchen quantities (tsp 5 ml, cup 240 ml, pinch 0.36 g, ...)
     ///
     /// Volume <-> mass needs --density (g/ml); without it the answer is the error
@@ -611,6 +650,143 @@ enum ConformanceCommand {
         /// Print {"suites":[...],"passed","failed"}
         #[arg(long)]
         json: bool,
+        /// Check this signed ConformanceReport against the vectors instead of running them:
+        /// its hash, its signature (--keys), vectorsHash = the published hash, and counts
+        #[arg(long, conflicts_with = "suites")]
+        verify_report: Option<PathBuf>,
+        /// Key set files for --verify-report (repeatable)
+        #[arg(long, requires = "verify_report")]
+        keys: Vec<PathBuf>,
+        /// Also write a signed ConformanceReport here (only when every vector passes)
+        #[arg(long, requires = "key", conflicts_with = "verify_report")]
+        report: Option<PathBuf>,
+        /// The private key file that signs --report (`cookwala keygen`)
+        #[arg(long, requires = "report")]
+        key: Option<PathBuf>,
+        /// The conformance class the report claims
+        #[arg(long, default_value = "verifier", requires = "report")]
+        claim: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SmsCommand {
+    /// Parse one message (the words given) or, with -, every line of standard input
+    ///
+    /// Prints `COMMAND key=value ...` and any gateway findings (safety.* findings block an
+    /// offer), or `error: CODE` (empty, unknown_command, usage, bad_date) with exit 1.
+    Parse {
+        /// The message, or - for one message per line of standard input
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        text: Vec<String>,
+        /// Print the profile's shape {"ok","command",...,"findings"} (one line per message)
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum CertifyCommand {
+    /// Verify one Certification: prints ok or the reason (exit 1 unless ok)
+    ///
+    /// Reasons: not_a_certification, the signature reasons (unsigned, unknown_key,
+    /// bad_signature, key_revoked, ...), subject_mismatch, revoked, suspended, not_yet_valid,
+    /// expired, invalid_timestamp.
+    Verify {
+        /// The authority's key set files (repeatable)
+        #[arg(long, required = true)]
+        keys: Vec<PathBuf>,
+        /// The instant to judge validity at (RFC 3339; default: now)
+        #[arg(long)]
+        now: Option<String>,
+        /// The hash of the recipe revision you hold (sha256:...); another subject is refused
+        #[arg(long)]
+        subject_hash: Option<String>,
+        /// Print {"ok","reason","id","scheme","authority"}
+        #[arg(long)]
+        json: bool,
+        /// The Certification
+        cert: PathBuf,
+    },
+    /// The certifications of a set that hold: newest per authority and scheme (exit 1 if none)
+    Pick {
+        /// The authorities' key set files (repeatable)
+        #[arg(long, required = true)]
+        keys: Vec<PathBuf>,
+        /// The instant to judge validity at (RFC 3339; default: now)
+        #[arg(long)]
+        now: Option<String>,
+        /// The hash of the recipe revision you hold
+        #[arg(long)]
+        subject_hash: Option<String>,
+        /// Print {"current":[ids],"rejected":{id: reason}}
+        #[arg(long)]
+        json: bool,
+        /// Certification files (each a document or a JSON list of documents)
+        #[arg(required = true)]
+        certs: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum RegistryCommand {
+    /// Check a registry name <reverse-dns namespace>/<name> (exit 1 when refused)
+    Name {
+        /// Print {"valid","reason"}
+        #[arg(long)]
+        json: bool,
+        /// The name, e.g. org.example/recipes
+        name: String,
+    },
+    /// Check that a version is exact semver (no ranges, no tags; exit 1 when refused)
+    Version {
+        /// Print {"exact","reason"}
+        #[arg(long)]
+        json: bool,
+        /// The version, e.g. 1.4.2
+        version: String,
+    },
+    /// Order two exact versions and say whether a consumer pinned to A can take B
+    Compare {
+        /// Print {"order": -1|0|1, "compatible"}
+        #[arg(long)]
+        json: bool,
+        /// The pinned version
+        a: String,
+        /// The candidate version
+        b: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HumanitarianCommand {
+    /// Check documents against rule packs: prints `FILE: KIND, N block, M warn` and each
+    /// finding (exit 1 when a finding blocks)
+    Check {
+        /// A RulePack file (repeatable, merged in order; default: the built-in who-codex-basic)
+        #[arg(long = "pack")]
+        packs: Vec<PathBuf>,
+        /// Print one {"file","id","kind","findings":[{"rule","severity","detail"}]} per file
+        #[arg(long)]
+        json: bool,
+        /// Offer, Handover or Distribution documents
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SignalCommand {
+    /// Check a DemandSignal or SupplySignal against the policy (exit 1 when refused)
+    ///
+    /// Reasons: class_level_required, delay_too_short, must_be_open_to_all,
+    /// prices_not_allowed, region_too_fine, too_few_sources, unknown_kind.
+    Check {
+        /// Print {"ok","reasons"}
+        #[arg(long)]
+        json: bool,
+        /// The signal (JSON file or -)
+        file: PathBuf,
     },
 }
 
@@ -627,7 +803,7 @@ fn main() -> ExitCode {
 
 /// Runs one command; `Ok(false)` means a check failed (exit 1) without an error message.
 fn run(cli: Cli) -> Result<bool> {
-    use commands::{canon, conformance, demo, disclose, keys, rules};
+    use commands::{canon, conformance, demo, disclose, keys, profiles, rules};
     match cli.command {
         Command::Demo { out } => demo::run(out).map(|()| true),
         Command::Cook { recipe, device, human_present, speed, seed, fault, plot, json } => {
@@ -651,8 +827,8 @@ fn run(cli: Cli) -> Result<bool> {
         Command::Sign { key, kid, signed_at, kind, out, doc } => {
             keys::sign(&keys::SignArgs { key, kid, signed_at, kind, doc, out }).map(|()| true)
         }
-        Command::Verify { keys: key_files, kind, json, doc } => {
-            keys::verify(&key_files, &doc, kind, json)
+        Command::Verify { keys: key_files, kind, relayed, json, doc } => {
+            keys::verify(&key_files, &doc, kind, relayed, json)
         }
         Command::Disclose(DiscloseCommand::Make { value, value_file, salt, out }) => {
             let value = disclose::value_from(value.as_deref(), value_file.as_deref())?;
@@ -663,8 +839,45 @@ fn run(cli: Cli) -> Result<bool> {
             disclose::redact(&file, out.as_deref()).map(|()| true)
         }
         Command::Log(command) => run_log(command),
-        Command::Conformance(ConformanceCommand::Run { vectors, suites, json }) => {
-            conformance::run(&vectors, &suites, json)
+        Command::Conformance(ConformanceCommand::Run {
+            vectors,
+            suites,
+            json,
+            verify_report,
+            keys: key_files,
+            report,
+            key,
+            claim,
+        }) => match (verify_report, report, key) {
+            (Some(file), _, _) => conformance::verify_report(&vectors, &file, &key_files, json),
+            (None, Some(out), Some(key)) => {
+                let args = conformance::ReportArgs { out, key, claim };
+                conformance::run(&vectors, &suites, json, Some(&args))
+            }
+            (None, _, _) => conformance::run(&vectors, &suites, json, None),
+        },
+        Command::Sms(SmsCommand::Parse { text, json }) => profiles::sms_parse(&text, json),
+        Command::Constraints { facets, role, consents, json } => {
+            profiles::constraints(&facets, &role, consents.as_deref(), json)
+        }
+        Command::Certify(CertifyCommand::Verify { keys, now, subject_hash, json, cert }) => {
+            profiles::certify_verify(&cert, &keys, now.as_deref(), subject_hash.as_deref(), json)
+        }
+        Command::Certify(CertifyCommand::Pick { keys, now, subject_hash, json, certs }) => {
+            profiles::certify_pick(&certs, &keys, now.as_deref(), subject_hash.as_deref(), json)
+        }
+        Command::Registry(RegistryCommand::Name { json, name }) => {
+            profiles::registry_name(&name, json)
+        }
+        Command::Registry(RegistryCommand::Version { json, version }) => {
+            profiles::registry_version(&version, json)
+        }
+        Command::Registry(RegistryCommand::Compare { json, a, b }) => {
+            profiles::registry_compare(&a, &b, json)
+        }
+        Command::Signal(SignalCommand::Check { json, file }) => profiles::signal_check(&file, json),
+        Command::Humanitarian(HumanitarianCommand::Check { packs, json, files }) => {
+            profiles::humanitarian_check(&files, &packs, json)
         }
         Command::Convert { value, unit, to, density, vocab, json } => {
             rules::convert(vocab.vocab.as_deref(), value, &unit, &to, density, json)

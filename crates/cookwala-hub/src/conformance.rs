@@ -5,8 +5,10 @@
 //! `cookwala::conformance`; nothing of the vectors is compiled into the hub. When the folder has
 //! a `VECTORS-HASH.txt`, the whole vector set must hash to it (COOKWALA.md §8.2), so the report
 //! can only come from the published vectors. The report's `vectorsHash` is the hash of the
-//! vectors actually run (the eight Core suites), as the schema defines it; `notes` names the
-//! published set they belong to. It is signed with the hub key (`HubConfig::key`), whose
+//! vectors actually run (the eight Core suites and every profile suite of the folder this build
+//! implements), as the schema defines it; `notes` names the published set they belong to. The
+//! report's `claim` is the Core class; `/v1/conformance` also lists the profile suites that
+//! pass (`profiles`) and adds their conformance classes to `claims`. It is signed with the hub key (`HubConfig::key`), whose
 //! KeyRecord `/.well-known/cookwala.json` publishes.
 //!
 //! Without a folder or without a key there is no report (`null`) and `note` says how to get one.
@@ -75,9 +77,16 @@ pub(crate) async fn claim(config: &HubConfig, device: &Value) -> Result<Value, H
     .await??;
     let passed: usize = built.suites.iter().map(|s| s.passed).sum();
     let total: usize = built.suites.iter().map(|s| s.total).sum();
+    // Every profile suite that passes whole, and the conformance classes they support.
+    let passing: Vec<&SuiteReport> =
+        built.profiles.iter().filter(|s| s.passed == s.total && s.total > 0).collect();
+    let profiles: Vec<Value> =
+        passing.iter().map(|s| Value::from(s.suite.trim_start_matches("profiles/"))).collect();
     crate::note(format_args!(
-        "cookwala-hub: conformance: {} Core suites, {passed}/{total} vectors passed; signed report at /v1/conformance",
-        built.suites.len()
+        "cookwala-hub: conformance: {} Core suites, {passed}/{total} vectors passed; {}/{} profile suites passed; signed report at /v1/conformance",
+        built.suites.len(),
+        passing.len(),
+        built.profiles.len()
     ));
     let all_passed = passed == total;
     let note = if all_passed {
@@ -95,12 +104,25 @@ pub(crate) async fn claim(config: &HubConfig, device: &Value) -> Result<Value, H
             total - passed
         )
     };
-    Ok(body(if all_passed { vec![CLAIM] } else { Vec::new() }, built.report, note))
+    let mut claims = if all_passed { vec![CLAIM] } else { Vec::new() };
+    for suite in &passing {
+        if let Some((_, Some(class))) =
+            conformance::PROFILE_SUITES.iter().find(|(name, _)| *name == suite.suite)
+        {
+            claims.push(class);
+        }
+    }
+    let mut out = body(claims, built.report, note);
+    if let Some(m) = out.as_object_mut() {
+        m.insert("profiles".into(), Value::Array(profiles));
+    }
+    Ok(out)
 }
 
 fn body(claims: Vec<&str>, report: Value, note: String) -> Value {
     let mut m = Map::new();
     m.insert("claims".into(), Value::Array(claims.into_iter().map(Value::from).collect()));
+    m.insert("profiles".into(), Value::Array(Vec::new()));
     m.insert("report".into(), report);
     m.insert("note".into(), note.into());
     Value::Object(m)
@@ -113,7 +135,10 @@ pub(crate) async fn conformance(State(hub): State<Hub>) -> Response {
 
 struct Built {
     report: Value,
+    /// The Core suites.
     suites: Vec<SuiteReport>,
+    /// The profile suites of the folder this build runs.
+    profiles: Vec<SuiteReport>,
 }
 
 fn read_json(path: &Path) -> Result<Value, ConformanceError> {
@@ -188,7 +213,18 @@ fn build_report(
         let path = dir.join(format!("{name}.json"));
         suites.push(conformance::run_suite(name, vectors).map_err(|e| fail(&path, e.to_string()))?);
     }
-    let used = conformance::vectors_hash(&core).map_err(|e| fail(dir, e.to_string()))?;
+    // The profile suites of the folder this build implements.
+    let mut run_files = core.clone();
+    let mut profiles = Vec::new();
+    for (name, vectors) in all_files(dir)? {
+        if name.starts_with("profiles/") && conformance::is_supported(&name) {
+            profiles.push(
+                conformance::run_suite(&name, &vectors).map_err(|e| fail(dir, e.to_string()))?,
+            );
+            run_files.push((name, vectors));
+        }
+    }
+    let used = conformance::vectors_hash(&run_files).map_err(|e| fail(dir, e.to_string()))?;
 
     let stamp = now.to_rfc3339();
     let date = stamp.get(..10).unwrap_or(&stamp).to_owned();
@@ -205,14 +241,17 @@ fn build_report(
     tool.insert("version".into(), version.into());
     let notes = match &published {
         Some(p) => format!(
-            "Run at hub start-up: the {} Core suites of the published vector set {p} \
-             (VECTORS-HASH.txt); profile suites are not part of this claim.",
-            core.len()
+            "Run at hub start-up: the {} Core suites and {} profile suites of the published \
+             vector set {p} (VECTORS-HASH.txt); the claim is the Core class, the profile \
+             classes are listed with /v1/conformance claims.",
+            core.len(),
+            profiles.len()
         ),
         None => format!(
-            "Run at hub start-up: the {} Core suites of a vector folder without \
-             VECTORS-HASH.txt; profile suites are not part of this claim.",
-            core.len()
+            "Run at hub start-up: the {} Core suites and {} profile suites of a vector folder \
+             without VECTORS-HASH.txt; the claim is the Core class.",
+            core.len(),
+            profiles.len()
         ),
     };
     let mut report = Map::new();
@@ -222,8 +261,10 @@ fn build_report(
     report.insert("core".into(), REPORT_CORE.into());
     report.insert("claim".into(), CLAIM.into());
     report.insert("subject".into(), Value::Object(subject));
-    report
-        .insert("suites".into(), Value::Array(suites.iter().map(SuiteReport::to_value).collect()));
+    report.insert(
+        "suites".into(),
+        Value::Array(suites.iter().chain(&profiles).map(SuiteReport::to_value).collect()),
+    );
     report.insert("vectorsHash".into(), used.into());
     report.insert("tool".into(), Value::Object(tool));
     report.insert("date".into(), date.into());
@@ -237,5 +278,5 @@ fn build_report(
     }
     let report = attach(&report, key.signing_key(), key.kid(), &stamp, SignedKind::Document)
         .map_err(|e| fail(dir, format!("cannot sign the report: {e}")))?;
-    Ok(Built { report, suites })
+    Ok(Built { report, suites, profiles })
 }

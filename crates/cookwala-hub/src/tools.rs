@@ -4,9 +4,9 @@
 //! - `GET /` and `/v1`: an index (open).
 //! - `GET /v1/tools/recipes`, `/v1/tools/recipes/{id}`, `/v1/tools/devices`,
 //!   `/v1/tools/vocab/ops`, `/v1/tools/registry`.
-//! - `POST /v1/tools/{tool}` for `hash`, `verify`, `dryrun`, `envelope`, `convert`, `ladder`
-//!   and `validate`; `sms`, `constraints` and `humanitarian` (profiles this hub does not
-//!   implement) answer 501, any other name 404.
+//! - `POST /v1/tools/{tool}` for `hash`, `verify`, `dryrun`, `envelope`, `convert`, `ladder`,
+//!   `validate`, `sms` and `humanitarian` (RFC-0003) and `constraints` (RFC-0001); any other
+//!   name answers 404.
 //!
 //! The tools are open, like capabilities: they compute over what the request sends and what
 //! the catalog holds, and change nothing. Arguments are checked field by field: a missing or
@@ -31,11 +31,21 @@ use crate::hub::Hub;
 pub const CORE_API_VERSION: &str = "0.2.0";
 
 /// The tools `POST /v1/tools/{tool}` runs.
-pub const TOOLS: [&str; 7] =
-    ["hash", "verify", "dryrun", "envelope", "convert", "ladder", "validate"];
+pub const TOOLS: [&str; 10] = [
+    "hash",
+    "verify",
+    "dryrun",
+    "envelope",
+    "convert",
+    "ladder",
+    "validate",
+    "sms",
+    "constraints",
+    "humanitarian",
+];
 
 /// Upstream tools of profiles this hub does not implement (501).
-pub const NOT_IMPLEMENTED: [&str; 3] = ["sms", "constraints", "humanitarian"];
+pub const NOT_IMPLEMENTED: [&str; 0] = [];
 
 /// The tool routes, the index, `/v1/conformance` and `/.well-known/cookwala.json` (merged into
 /// [`crate::app`]).
@@ -221,17 +231,44 @@ fn op_value(op: &Op) -> Value {
     Value::Object(m)
 }
 
-/// A registry-shaped listing of what this hub holds. A hub is not a registry (RFC-0002): the
-/// entries are local pointers, nothing is verified, and `hash` is the Cookwala document hash
-/// a client puts in `recipeHash` (not a registry's file `sha256`).
+/// The RFC-0002 namespace the hub names its catalog entries under.
+pub const REGISTRY_NAMESPACE: &str = "local.cookwala-hub";
+
+/// An RFC-0002 registry name for a catalog id (`<namespace>/<id>`, lower case, other
+/// characters replaced by `-`); `None` when even that is not a valid name.
+pub fn registry_name(id: &str) -> Option<String> {
+    let local: String = id
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
+        .collect();
+    let name = format!("{REGISTRY_NAMESPACE}/{local}");
+    cookwala::registry::check_name(&name).is_ok().then_some(name)
+}
+
+/// The value of `v` when it is an exact semantic version (RFC-0002).
+fn exact_version(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|v| cookwala::registry::check_version(v).is_ok())
+}
+
+/// The hub's catalog as an RFC-0002 registry listing: every recipe, device and the safety
+/// limits it serves, named `local.cookwala-hub/<id>`, with the exact version a document
+/// declares (none when it declares no exact semver), `id` (the catalog id the other tools
+/// take) and `hash`, the Cookwala document hash a client puts in `recipeHash`.
 async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
     let catalog = &hub.inner.config.catalog;
-    let entry = |kind: &str, name: &str, url: String, doc: &Value| {
+    let entry = |kind: &str, id: &str, url: String, doc: &Value| {
         let mut e = Map::new();
         e.insert("kind".into(), kind.into());
-        e.insert("name".into(), name.into());
-        if let Some(v) = doc.get("version").and_then(Value::as_str) {
+        if let Some(name) = registry_name(id) {
+            e.insert("name".into(), name.into());
+        }
+        e.insert("id".into(), id.into());
+        if let Some(v) = exact_version(doc.get("version")) {
             e.insert("version".into(), v.into());
+        }
+        if let Some(v) = exact_version(doc.get("cookwala").or_else(|| doc.get("core"))) {
+            e.insert("coreVersion".into(), v.into());
         }
         e.insert("status".into(), "active".into());
         e.insert("url".into(), url.into());
@@ -267,12 +304,13 @@ async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
     entries.push(Value::Object(entry("safety_limits", &name, "/v1/safety-limits".into(), &limits)));
     let mut m = Map::new();
     m.insert("cookwala".into(), CORE_API_VERSION.into());
-    m.insert("registry".into(), Value::Null);
+    m.insert("registry".into(), REGISTRY_NAMESPACE.into());
     m.insert(
         "note".into(),
-        "Not a registry: the recipes, devices and safety limits this hub holds, as local \
-         pointers. Nothing here is verified by a registry operator; hash is the document hash \
-         (the ExecuteRequest recipeHash)."
+        "Pointers only: the recipes, devices and safety limits this hub holds, named under \
+         local.cookwala-hub (RFC-0002: lower-case names, exact versions). Nothing here is \
+         verified by a registry operator; hash is the document hash (the ExecuteRequest \
+         recipeHash) and id the catalog id the other tools take."
             .into(),
     );
     m.insert("entries".into(), Value::Array(entries));
@@ -292,8 +330,8 @@ async fn tool(
             StatusCode::NOT_IMPLEMENTED,
             "not-implemented",
             format!(
-                "the {name} tool belongs to a profile (Humanitarian / Household) this hub does \
-                 not implement; it serves Core only"
+                "the {name} tool needs the humanitarian rule packs, which this hub does not \
+                 implement (it serves Core, sms and constraints)"
             ),
         ));
     }
@@ -311,6 +349,9 @@ async fn tool(
         "envelope" => envelope(&args)?,
         "convert" => convert(&args)?,
         "ladder" => ladder(&args)?,
+        "sms" => sms(&args)?,
+        "constraints" => constraints(&args)?,
+        "humanitarian" => humanitarian(&args)?,
         _ => validate(&args)?,
     };
     Ok(doc_response(StatusCode::OK, &out))
@@ -624,4 +665,102 @@ fn validate(args: &Value) -> Result<Value, ApiError> {
         ("warnings", lines(&report.warnings)),
         ("kind", report.kind.as_str().into()),
     ]))
+}
+
+/// `{text}` → the parsed message in the profile's shape (`{ok: true, command, …}` or
+/// `{ok: false, error}`), plus the gateway's `findings[]` when it parsed (RFC-0003).
+fn sms(args: &Value) -> Result<Value, ApiError> {
+    let text = required_str(args, "text")?;
+    let parsed = cookwala::sms::parse(text);
+    let mut out = cookwala::sms::result_value(&parsed);
+    if let (Ok(cmd), Some(m)) = (&parsed, out.as_object_mut()) {
+        let findings = cookwala::sms::storage_findings(cmd).into_iter().map(Value::from).collect();
+        m.insert("findings".into(), Value::Array(findings));
+    }
+    Ok(out)
+}
+
+/// `{facets: [{facet, value?}], role, consents?}` → `{constraints, disclosed, withheld}`
+/// (RFC-0001). Facets may also be given as bare ids; raw values are never echoed.
+fn constraints(args: &Value) -> Result<Value, ApiError> {
+    use cookwala::household::{ConsentGrant, Facets, Roles, derive};
+    let facets = required(args, "facets")?
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("facets must be an array"))?;
+    let ids = facets
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            f.as_str().or_else(|| f.get("facet").and_then(Value::as_str)).ok_or_else(|| {
+                ApiError::bad_request(format!("facets/{i} must be {{\"facet\": id}} or an id"))
+            })
+        })
+        .collect::<Result<Vec<&str>, _>>()?;
+    let role = required_str(args, "role")?;
+    let roles = Roles::builtin();
+    if !roles.names().any(|r| r == role) {
+        let known: Vec<&str> = roles.names().collect();
+        return Err(ApiError::bad_request(format!(
+            "role {role:?} is not a recipient role ({})",
+            known.join(", ")
+        )));
+    }
+    let consents = match present(args, "consents") {
+        None => Vec::new(),
+        Some(v) => v
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("consents must be an array"))?
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                ConsentGrant::from_value(g)
+                    .map_err(|e| ApiError::bad_request(format!("consents/{i}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    Ok(derive(&Facets::builtin(), &roles, &ids, role, &consents).to_value())
+}
+
+/// `{docs: [...], packs?: [ids]}` → `{results: [{id, kind, findings: [{rule, severity,
+/// detail}]}]}`: each document checked against the merged rule packs (default
+/// `who-codex-basic`, the only pack built in).
+fn humanitarian(args: &Value) -> Result<Value, ApiError> {
+    use cookwala::humanitarian::{RulePack, check};
+    let docs = required(args, "docs")?
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("docs must be an array"))?;
+    let packs = match present(args, "packs") {
+        None => vec![RulePack::who_codex_basic()],
+        Some(v) => v
+            .as_array()
+            .ok_or_else(|| ApiError::bad_request("packs must be an array of pack ids"))?
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let id = p
+                    .as_str()
+                    .ok_or_else(|| ApiError::bad_request(format!("packs/{i} must be a string")))?;
+                RulePack::builtin(id).ok_or_else(|| {
+                    ApiError::bad_request(format!(
+                        "packs/{i}: {id:?} is not a rule pack of this hub (who-codex-basic)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let pack = RulePack::merge(&packs);
+    let mut results = Vec::new();
+    for (i, doc) in docs.iter().enumerate() {
+        if doc.as_object().is_none() {
+            return Err(ApiError::bad_request(format!("docs/{i} must be an object")));
+        }
+        let findings =
+            check(doc, &pack).map_err(|e| ApiError::bad_request(format!("docs/{i}: {e}")))?;
+        let mut m = Map::new();
+        m.insert("id".into(), doc.get("id").cloned().unwrap_or(Value::Null));
+        m.insert("kind".into(), doc.get("kind").cloned().unwrap_or(Value::Null));
+        m.insert("findings".into(), Value::Array(findings.iter().map(|f| f.to_value()).collect()));
+        results.push(Value::Object(m));
+    }
+    Ok(obj([("results", Value::Array(results))]))
 }

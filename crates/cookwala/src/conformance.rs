@@ -14,7 +14,10 @@ use crate::keys::{KeyError, KeySet, SigningAlg, SigningKey};
 use crate::signature::{SignedKind, verify_signature};
 use crate::time::parse_timestamp;
 use crate::vocab::Vocabulary;
-use crate::{disclosure, dryrun, execution, mission, units};
+use crate::{
+    certification, disclosure, dryrun, execution, federation, household, mission, registry, signal,
+    sms, units,
+};
 
 /// The instant used for vectors that give no `now` (none of them has a calibration date, so
 /// the result does not depend on it; COOKWALA.md open point 12).
@@ -86,8 +89,27 @@ pub fn is_supported(suite: &str) -> bool {
             | "envelope"
             | "dryrun"
             | "profiles/sensor_trust"
+            | "profiles/certifications"
+            | "profiles/disclosure_policy"
+            | "profiles/federation"
+            | "profiles/registry"
+            | "profiles/signal"
+            | "profiles/sms"
     )
 }
+
+/// The profile suites this build runs, with the ConformanceReport `claim` each supports (see
+/// COOKWALA.md §8.3; `None` for suites that belong to no claimable class on their own — `sms`
+/// is only part of the humanitarian levels, which also need rule packs this build lacks).
+pub const PROFILE_SUITES: [(&str, Option<&str>); 7] = [
+    ("profiles/certifications", None),
+    ("profiles/disclosure_policy", Some("household")),
+    ("profiles/federation", None),
+    ("profiles/registry", Some("registry")),
+    ("profiles/sensor_trust", None),
+    ("profiles/signal", Some("supply")),
+    ("profiles/sms", None),
+];
 
 /// Computes the result of one vector of `suite`.
 ///
@@ -107,6 +129,19 @@ pub fn run_vector(suite: &str, vector: &Value) -> Result<Value, RunError> {
         "envelope" => run_envelope(input),
         "dryrun" => run_dryrun(input),
         "profiles/sensor_trust" => run_sensor_trust(kind, input),
+        "profiles/certifications" => run_certification(kind, input),
+        "profiles/disclosure_policy" => run_disclosure_policy(input),
+        "profiles/federation" => run_federation(input),
+        "profiles/registry" => run_registry(kind, input),
+        "profiles/signal" => {
+            let reasons = signal::check(field(input, "signal")?, signal::Policy::default());
+            let codes = reasons.iter().map(|r| Value::from(r.code())).collect();
+            Ok(obj([("ok", reasons.is_empty().into()), ("reasons", Value::Array(codes))]))
+        }
+        "profiles/sms" => {
+            let text = input.get("text").and_then(Value::as_str).unwrap_or("");
+            Ok(sms::result_value(&sms::parse(text)))
+        }
         other => Err(RunError::Unsupported(other.to_owned())),
     }
 }
@@ -216,13 +251,18 @@ fn run_ledger(input: &Value) -> Result<Value, RunError> {
         return Ok(obj([("fork", fork.into()), ("reason", reason.into())]));
     }
     let events = field(input, "events")?.as_array().ok_or_else(|| bad("`events` not an array"))?;
-    let keys = KeySet::from_value(field(input, "keys")?)?;
-    let chain = mission::verify_chain(events, Some(&keys));
+    // `keys: null` (or no keys) means signatures are not checked (the reference's
+    // `verify_chain(events, None)`); a checkpoint then has no key to verify against.
+    let keys = match input.get("keys") {
+        None | Some(Value::Null) => None,
+        Some(k) => Some(KeySet::from_value(k)?),
+    };
+    let chain = mission::verify_chain(events, keys.as_ref());
     if let Some(checkpoint) = input.get("checkpoint") {
         if let Err(e) = chain {
             return Ok(obj([("ok", false.into()), ("reason", e.reason().into())]));
         }
-        let verdict = mission::verify_checkpoint(events, checkpoint, &keys);
+        let verdict = mission::verify_checkpoint(events, checkpoint, &keys.unwrap_or_default());
         return Ok(obj([("ok", verdict.is_ok().into()), ("reason", verdict.reason().into())]));
     }
     Ok(match chain {
@@ -383,4 +423,256 @@ fn run_sensor_trust(kind: &str, input: &Value) -> Result<Value, RunError> {
         }
         other => Err(RunError::UnknownKind(other.to_owned())),
     }
+}
+
+fn vector_subject(input: &Value) -> Option<&str> {
+    input.get("subjectHash").and_then(Value::as_str)
+}
+
+fn run_certification(kind: &str, input: &Value) -> Result<Value, RunError> {
+    let keys = KeySet::from_value(field(input, "keys")?)?;
+    let now = vector_now(input)?;
+    match kind {
+        "certification" => {
+            let reason = certification::verify(
+                field(input, "certification")?,
+                &keys,
+                now,
+                vector_subject(input),
+            );
+            Ok(obj([("ok", reason.is_ok().into()), ("reason", reason.as_str().into())]))
+        }
+        "certification_set" => {
+            let certs = field(input, "certifications")?
+                .as_array()
+                .ok_or_else(|| bad("`certifications` is not an array"))?;
+            Ok(certification::current(certs, &keys, now, vector_subject(input)).to_value())
+        }
+        other => Err(RunError::UnknownKind(other.to_owned())),
+    }
+}
+
+fn run_disclosure_policy(input: &Value) -> Result<Value, RunError> {
+    let facets =
+        field(input, "facets")?.as_array().ok_or_else(|| bad("`facets` is not an array"))?;
+    let ids: Vec<&str> = facets
+        .iter()
+        .map(|f| {
+            f.get("facet").and_then(Value::as_str).ok_or_else(|| bad("facet without `facet` id"))
+        })
+        .collect::<Result<_, _>>()?;
+    let consents = match input.get("consents") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(c) => c
+            .as_array()
+            .ok_or_else(|| bad("`consents` is not an array"))?
+            .iter()
+            .map(|g| household::ConsentGrant::from_value(g).map_err(|e| bad(&e.to_string())))
+            .collect::<Result<_, _>>()?,
+    };
+    let derivation = household::derive(
+        &household::Facets::builtin(),
+        &household::Roles::builtin(),
+        &ids,
+        str_field(input, "recipientRole")?,
+        &consents,
+    );
+    Ok(derivation.to_value())
+}
+
+fn run_federation(input: &Value) -> Result<Value, RunError> {
+    let keys = KeySet::from_value(field(input, "keys")?)?;
+    let reason = federation::verify_relayed(field(input, "document")?, &keys);
+    Ok(obj([("ok", reason.is_ok().into()), ("reason", reason.as_str().into())]))
+}
+
+fn run_registry(kind: &str, input: &Value) -> Result<Value, RunError> {
+    match kind {
+        "registry_name" => {
+            let result = match input.get("name").and_then(Value::as_str) {
+                Some(name) => registry::check_name(name),
+                None => Err(registry::NameProblem::Length),
+            };
+            let reason = result.map_or_else(registry::NameProblem::code, |()| "ok");
+            Ok(obj([("valid", result.is_ok().into()), ("reason", reason.into())]))
+        }
+        "registry_version" => {
+            let Some(version) = input.get("version").and_then(Value::as_str) else {
+                return Ok(obj([("exact", false.into()), ("reason", "not_a_string".into())]));
+            };
+            let result = registry::check_version(version);
+            let reason = result.map_or_else(registry::VersionProblem::code, |()| "ok");
+            Ok(obj([("exact", result.is_ok().into()), ("reason", reason.into())]))
+        }
+        other => Err(RunError::UnknownKind(other.to_owned())),
+    }
+}
+
+/// What a ConformanceReport says about who ran it.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportInfo<'a> {
+    /// The conformance class claimed (`verifier`, `executor`, …).
+    pub claim: &'a str,
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The tool's version.
+    pub version: &'a str,
+    /// The day it ran (`YYYY-MM-DD`).
+    pub date: &'a str,
+}
+
+/// An unsigned ConformanceReport (COOKWALA.md §8.3) for `suites` run from the files whose
+/// vectors hash is `vectors_hash`, with its `hash` set; sign it with
+/// [`crate::signature::attach`].
+///
+/// # Errors
+/// [`RunError::BadInput`] when the report cannot be hashed.
+pub fn report(
+    suites: &[SuiteReport],
+    vectors_hash: &str,
+    info: ReportInfo<'_>,
+) -> Result<Value, RunError> {
+    let mut tool = Map::new();
+    tool.insert("name".into(), info.tool.into());
+    tool.insert("version".into(), info.version.into());
+    let mut m = Map::new();
+    m.insert("profile".into(), "0.1.0".into());
+    m.insert("kind".into(), "ConformanceReport".into());
+    m.insert("claim".into(), info.claim.into());
+    m.insert("suites".into(), Value::Array(suites.iter().map(SuiteReport::to_value).collect()));
+    m.insert("vectorsHash".into(), vectors_hash.into());
+    m.insert("tool".into(), Value::Object(tool));
+    m.insert("date".into(), info.date.into());
+    m.insert("status".into(), "self_declared".into());
+    let mut doc = Value::Object(m);
+    let hash = document_hash(&doc).map_err(|e| bad(&e.to_string()))?;
+    if let Some(m) = doc.as_object_mut() {
+        m.insert("hash".into(), hash.into());
+    }
+    Ok(doc)
+}
+
+/// The outcome of [`verify_report`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReportCheck {
+    /// The report signature's verification reason.
+    pub signature: crate::signature::Reason,
+    /// The vectors hash of the suites the report lists, recomputed from the files.
+    pub vectors_hash: Option<String>,
+    /// Everything wrong with the report, in check order; empty when it holds.
+    pub problems: Vec<String>,
+}
+
+impl ReportCheck {
+    /// True when the report holds.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Checks a signed ConformanceReport (COOKWALA.md §8.3) against the vector files it claims
+/// to have run:
+///
+/// 1. the fields a report needs (`profile`, `claim`, `suites`, `vectorsHash`, `tool`, `date`,
+///    `status`, `hash`, `signature`);
+/// 2. `hash` is the report's document hash, and the signature verifies with `keys`;
+/// 3. `vectorsHash` is the hash of the listed suites' files; when every file of `files` is
+///    listed it must also equal `published` (the set's `VECTORS-HASH.txt`);
+/// 4. counts: each listed suite exists in `files`, once; `total` is its number of vectors,
+///    `passed + |failed| = total`, and each failed id is one of its vectors;
+/// 5. a report that claims a class lists no failures.
+pub fn verify_report(
+    report: &Value,
+    keys: &KeySet,
+    files: &[(String, Value)],
+    published: Option<&str>,
+) -> ReportCheck {
+    let mut problems = Vec::new();
+    for name in
+        ["profile", "claim", "suites", "vectorsHash", "tool", "date", "status", "hash", "signature"]
+    {
+        if report.get(name).is_none_or(Value::is_null) {
+            problems.push(format!("missing `{name}`"));
+        }
+    }
+    match (report.get("hash").and_then(Value::as_str), document_hash(report)) {
+        (Some(stated), Ok(ours)) if stated != ours => {
+            problems.push(format!("hash {stated} is not the report's document hash {ours}"));
+        }
+        (_, Err(e)) => problems.push(format!("the report cannot be hashed: {e}")),
+        _ => {}
+    }
+    let signature = verify_signature(report, keys, SignedKind::Document).reason;
+    if !signature.is_ok() {
+        problems.push(format!("signature: {}", signature.as_str()));
+    }
+    let suites = report.get("suites").and_then(Value::as_array).unwrap_or_default();
+    let mut listed: Vec<(String, Value)> = Vec::new();
+    let mut any_failed = false;
+    for (i, entry) in suites.iter().enumerate() {
+        let Some(name) = entry.get("suite").and_then(Value::as_str) else {
+            problems.push(format!("suites/{i}: no `suite` name"));
+            continue;
+        };
+        if listed.iter().any(|(n, _)| n == name) {
+            problems.push(format!("suite {name} is listed twice"));
+            continue;
+        }
+        let Some((_, content)) = files.iter().find(|(n, _)| n == name) else {
+            problems.push(format!("suite {name} is not in the vector set"));
+            continue;
+        };
+        listed.push((name.to_owned(), content.clone()));
+        let ids: Vec<&str> = content
+            .as_array()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|v| v.get("id").and_then(Value::as_str))
+            .collect();
+        let total = entry.get("total").and_then(Value::as_i64);
+        let passed = entry.get("passed").and_then(Value::as_i64);
+        let failed: Vec<&str> = entry
+            .get("failed")
+            .and_then(Value::as_array)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        any_failed |= !failed.is_empty();
+        if total != i64::try_from(ids.len()).ok() {
+            problems.push(format!("suite {name}: total {total:?}, the file has {}", ids.len()));
+        }
+        match (total, passed) {
+            (Some(t), Some(p)) if p >= 0 && i64::try_from(failed.len()).ok() == Some(t - p) => {}
+            _ => problems.push(format!(
+                "suite {name}: passed {passed:?} and {} failed do not add up to total {total:?}",
+                failed.len()
+            )),
+        }
+        any_failed |= matches!((total, passed), (Some(t), Some(p)) if p < t);
+        for id in &failed {
+            if !ids.contains(id) {
+                problems.push(format!("suite {name}: failed id {id} is not one of its vectors"));
+            }
+        }
+    }
+    let ours = if listed.is_empty() { None } else { vectors_hash(&listed).ok() };
+    let stated = report.get("vectorsHash").and_then(Value::as_str);
+    match (&ours, stated) {
+        (Some(ours), Some(stated)) if ours != stated => problems
+            .push(format!("vectorsHash {stated} is not the hash of the listed suites ({ours})")),
+        (None, _) => problems.push("no suite of the vector set is listed".to_owned()),
+        _ => {}
+    }
+    if let (Some(ours), Some(published)) = (&ours, published)
+        && listed.len() == files.len()
+        && ours != published
+    {
+        problems.push(format!("the vectors hash {ours} is not the published {published}"));
+    }
+    let claims = report.get("claim").and_then(Value::as_str).is_some_and(|c| !c.is_empty());
+    if claims && any_failed {
+        problems.push("a report that lists failures may not claim a class".to_owned());
+    }
+    ReportCheck { signature, vectors_hash: ours, problems }
 }

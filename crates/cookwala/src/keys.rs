@@ -127,9 +127,6 @@ pub enum KeyError {
     /// A field that is neither known nor an `x-` extension.
     #[error("unknown field `{0}` (only x- extensions are allowed)")]
     UnknownField(String),
-    /// `revocationReason` outside `compromised | superseded | retired`.
-    #[error("unknown revocation reason `{0}`")]
-    RevocationReason(String),
     /// The value is none of the key-set shapes.
     #[error(
         "not a key set: expected an array of key records, a discovery document, a did document or a capabilities document"
@@ -178,13 +175,15 @@ pub struct KeyRecord {
     pub alg: Alg,
     /// Base64url of the raw public key (Ed25519: 32 bytes; ES256: SEC1 point, 65 or 33 bytes).
     pub public_key: String,
-    /// Start of validity (timestamp text, parsed when a signature is checked).
-    pub valid_from: String,
+    /// Start of validity (timestamp text, parsed when a signature is checked). A record without
+    /// one loads, but every signature it would check gets `invalid_timestamp`.
+    pub valid_from: Option<String>,
     /// End of validity (inclusive).
     pub valid_to: Option<String>,
     /// Revocation time: signatures made at or after it are refused.
     pub revoked_at: Option<String>,
-    /// `compromised`, `superseded` or `retired`.
+    /// `compromised`, `superseded` or `retired`; another value is kept (it is informative: the
+    /// revocation still applies from `revokedAt`) and reported by [`KeyRecord::warnings`].
     pub revocation_reason: Option<String>,
     /// The actor or organisation the key belongs to.
     pub actor: Option<String>,
@@ -217,11 +216,6 @@ impl KeyRecord {
             }
         }
         let revocation_reason = opt_str(map, "revocationReason")?;
-        if let Some(reason) = &revocation_reason
-            && !REVOCATION_REASONS.contains(&reason.as_str())
-        {
-            return Err(KeyError::RevocationReason(reason.clone()));
-        }
         let hardware_backed = match map.get("hardwareBacked") {
             None | Some(Value::Null) => None,
             Some(Value::Bool(b)) => Some(*b),
@@ -236,7 +230,7 @@ impl KeyRecord {
             kid: req_str(map, "kid")?,
             alg: Alg::parse(&req_str(map, "alg")?),
             public_key: req_str(map, "publicKey")?,
-            valid_from: req_str(map, "validFrom")?,
+            valid_from: opt_str(map, "validFrom")?,
             valid_to: opt_str(map, "validTo")?,
             revoked_at: opt_str(map, "revokedAt")?,
             revocation_reason,
@@ -252,8 +246,8 @@ impl KeyRecord {
         map.insert("kid".into(), self.kid.as_str().into());
         map.insert("alg".into(), self.alg.as_str().into());
         map.insert("publicKey".into(), self.public_key.as_str().into());
-        map.insert("validFrom".into(), self.valid_from.as_str().into());
         let optional = [
+            ("validFrom", &self.valid_from),
             ("validTo", &self.valid_to),
             ("revokedAt", &self.revoked_at),
             ("revocationReason", &self.revocation_reason),
@@ -268,6 +262,30 @@ impl KeyRecord {
             map.insert("hardwareBacked".into(), b.into());
         }
         Value::Object(map)
+    }
+}
+
+impl KeyRecord {
+    /// Problems that do not make the record unusable, for the caller to report: a
+    /// `revocationReason` outside the schema's values, a missing `validFrom`.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(reason) = &self.revocation_reason
+            && !REVOCATION_REASONS.contains(&reason.as_str())
+        {
+            out.push(format!(
+                "key {}: revocationReason {reason:?} is not one of {}; the revocation still applies from revokedAt",
+                self.kid,
+                REVOCATION_REASONS.join(", ")
+            ));
+        }
+        if self.valid_from.is_none() {
+            out.push(format!(
+                "key {}: no validFrom; signatures it would check fail with invalid_timestamp",
+                self.kid
+            ));
+        }
+        out
     }
 }
 
@@ -322,6 +340,11 @@ impl KeySet {
     /// The records, in order.
     pub fn records(&self) -> &[KeyRecord] {
         &self.records
+    }
+
+    /// The warnings of every record (see [`KeyRecord::warnings`]).
+    pub fn warnings(&self) -> Vec<String> {
+        self.records.iter().flat_map(KeyRecord::warnings).collect()
     }
 
     /// The number of records.
@@ -387,7 +410,7 @@ impl KeySet {
                     kid,
                     alg,
                     public_key,
-                    valid_from: UNBOUNDED_VALID_FROM.into(),
+                    valid_from: Some(UNBOUNDED_VALID_FROM.into()),
                     valid_to: opt_str(entry, "expires")?,
                     revoked_at: None,
                     revocation_reason: None,
@@ -454,7 +477,7 @@ impl KeySet {
                     kid,
                     alg,
                     public_key,
-                    valid_from: UNBOUNDED_VALID_FROM.into(),
+                    valid_from: Some(UNBOUNDED_VALID_FROM.into()),
                     valid_to: None,
                     revoked_at: None,
                     revocation_reason: None,
@@ -653,7 +676,7 @@ impl SigningKey {
             kid: kid.to_owned(),
             alg: self.alg().into(),
             public_key: self.public_key(),
-            valid_from: valid_from.to_owned(),
+            valid_from: Some(valid_from.to_owned()),
             valid_to: None,
             revoked_at: None,
             revocation_reason: None,

@@ -27,7 +27,12 @@
 //!   reference dry run; [`limits`]: the built-in default SafetyLimits pack; [`precheck`]: the
 //!   executor's checks before the dry run.
 //! - [`migrate`]: 0.1 → 0.2 migration; [`logs`]: execution-log privacy and dataset export.
-//! - [`conformance`]: runs the standard's vector files and computes their `vectors_hash`.
+//! - [`conformance`]: runs the standard's vector files (Core and every profile suite), computes
+//!   their `vectors_hash` and checks signed ConformanceReports.
+//! - The profiles, one module each: [`certification`] (RFC-0010), [`household`] (RFC-0001
+//!   disclosure policy), [`federation`] (RFC-0006), [`registry`] (RFC-0002), [`signal`]
+//!   (RFC-0007) and [`sms`] (RFC-0003, the humanitarian SMS grammar), with [`humanitarian`]
+//!   (rule-pack checks of offers, handovers and distributions).
 //!
 //! **Key design decision: the upstream reference is the algorithm.** Where the standard's prose
 //! is loose, the reference library (`tools/cookwala_ref.py`) decides: check order, reason
@@ -43,19 +48,26 @@
 
 pub mod admission;
 pub mod b64;
+pub mod certification;
 pub mod conformance;
 pub mod disclosure;
 pub mod documents;
 pub mod dryrun;
 pub mod envelope;
 pub mod execution;
+pub mod federation;
+pub mod household;
+pub mod humanitarian;
 pub mod keys;
 pub mod limits;
 pub mod logs;
 pub mod migrate;
 pub mod mission;
 pub mod precheck;
+pub mod registry;
+pub mod signal;
 pub mod signature;
+pub mod sms;
 pub mod time;
 pub mod units;
 pub mod vocab;

@@ -320,7 +320,8 @@ fn check(
 
 fn check_window(record: &KeyRecord, when: Instant) -> Result<(), Reason> {
     let parse = |text: &str| parse_timestamp(text).map_err(|_| Reason::InvalidTimestamp);
-    if when < parse(&record.valid_from)? {
+    let valid_from = record.valid_from.as_deref().ok_or(Reason::InvalidTimestamp)?;
+    if when < parse(valid_from)? {
         return Err(Reason::KeyNotValidAtSigningTime);
     }
     if let Some(valid_to) = record.valid_to.as_deref().filter(|s| !s.is_empty())

@@ -98,9 +98,17 @@ pub fn convert(
     }
 }
 
-/// Rounds to 6 decimals, as the conformance runner does.
+/// Rounds to 6 decimals as the reference does (Python's `round(x, 6)`): on the exact binary
+/// value of `x`, ties to even. `5e-07` is a little below 0.0000005, so it rounds to `0.0`;
+/// scaling by 10^6 first (`(x * 1e6).round()`) would round the product 0.5 away from zero.
+/// Non-finite values are returned unchanged; `-0.0` becomes `0.0`.
 pub fn round6(x: f64) -> f64 {
-    let r = (x * 1e6).round() / 1e6;
+    if !x.is_finite() {
+        return x;
+    }
+    // `{:.6}` formats the exact binary value, rounding ties to even; reading it back gives the
+    // nearest double to that decimal, as Python does.
+    let r = format!("{x:.6}").parse::<f64>().unwrap_or(x);
     if r == 0.0 { 0.0 } else { r }
 }
 

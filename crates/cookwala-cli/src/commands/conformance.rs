@@ -49,8 +49,26 @@ fn discover(dir: &Path) -> Result<Vec<SuiteFile>> {
     Ok(suites)
 }
 
+/// Where and how to write a signed ConformanceReport after a run.
+#[derive(Debug)]
+pub struct ReportArgs {
+    /// The report file.
+    pub out: PathBuf,
+    /// The signing key file (`cookwala keygen`).
+    pub key: PathBuf,
+    /// The class claimed.
+    pub claim: String,
+}
+
 /// Runs the selected suites; prints per-suite lines and a total. Returns whether all passed.
-pub fn run(dir: &Path, selected: &[String], json: bool) -> Result<bool> {
+/// With `report`, also writes a signed ConformanceReport, but only when every vector passed (a
+/// report that fails a vector may not claim a class).
+pub fn run(
+    dir: &Path,
+    selected: &[String],
+    json: bool,
+    report: Option<&ReportArgs>,
+) -> Result<bool> {
     let available = discover(dir)?;
     let suites: Vec<&SuiteFile> = if selected.is_empty() {
         available.iter().collect()
@@ -114,7 +132,46 @@ pub fn run(dir: &Path, selected: &[String], json: bool) -> Result<bool> {
         }
         println!("{passed} passed, {failed} failed");
     }
+    if let Some(args) = report {
+        if failed > 0 || !hash_ok {
+            eprintln!(
+                "error: no report written: {failed} vectors failed or the vectors hash differs, \
+                 and a report that fails may not claim {}",
+                args.claim
+            );
+            return Ok(false);
+        }
+        write_report(&loaded, &reports, args)?;
+    }
     Ok(failed == 0 && hash_ok)
+}
+
+fn write_report(
+    loaded: &[(String, Value)],
+    reports: &[SuiteReport],
+    args: &ReportArgs,
+) -> Result<()> {
+    let (kid, key) = crate::commands::keys::load_signing_key(&args.key)?;
+    let hash = conformance::vectors_hash(loaded).context("cannot compute the vectors hash")?;
+    let now = crate::clock::now_rfc3339();
+    let info = conformance::ReportInfo {
+        claim: &args.claim,
+        tool: "cookwala",
+        version: env!("CARGO_PKG_VERSION"),
+        date: now.get(..10).unwrap_or(&now),
+    };
+    let unsigned = conformance::report(reports, &hash, info).context("cannot build the report")?;
+    let signed = cookwala::signature::attach(
+        &unsigned,
+        &key,
+        &kid,
+        &now,
+        cookwala::signature::SignedKind::Document,
+    )
+    .context("cannot sign the report")?;
+    crate::output::emit(&signed, Some(&args.out))?;
+    eprintln!("signed report written to {} (kid {kid})", args.out.display());
+    Ok(())
 }
 
 /// A suite this build cannot run counts every vector as failed (never as skipped).
@@ -159,4 +216,42 @@ fn check_vectors_hash(dir: &Path, available: &[SuiteFile]) -> Result<bool> {
     }
     eprintln!("vectors hash matches {}: {ours}", published.display());
     Ok(true)
+}
+
+/// Every vector file of `dir` with its suite name.
+fn load_all(dir: &Path) -> Result<Vec<(String, Value)>> {
+    discover(dir)?.iter().map(|s| Ok((s.name.clone(), read_json(&s.path)?))).collect()
+}
+
+/// `cookwala conformance run --vectors DIR --verify-report FILE --keys K`: checks a signed
+/// ConformanceReport against the vector files (hash, signature, vectorsHash, counts).
+/// Prints `ok` or one problem per line; returns whether the report holds.
+pub fn verify_report(dir: &Path, report: &Path, keys: &[PathBuf], json: bool) -> Result<bool> {
+    let files = load_all(dir)?;
+    let published =
+        std::fs::read_to_string(dir.join("VECTORS-HASH.txt")).ok().map(|t| t.trim().to_owned());
+    let keys = crate::commands::keys::load_keys(keys)?;
+    let doc = read_json(report)?;
+    let check = conformance::verify_report(&doc, &keys, &files, published.as_deref());
+    if json {
+        let mut out = Map::new();
+        out.insert("ok".into(), check.is_ok().into());
+        out.insert("signature".into(), check.signature.as_str().into());
+        out.insert(
+            "vectorsHash".into(),
+            check.vectors_hash.as_deref().map_or(Value::Null, Value::from),
+        );
+        out.insert(
+            "problems".into(),
+            Value::Array(check.problems.iter().map(|p| p.as_str().into()).collect()),
+        );
+        println!("{}", compact(&Value::Object(out))?);
+    } else if check.is_ok() {
+        println!("ok");
+    } else {
+        for p in &check.problems {
+            println!("{p}");
+        }
+    }
+    Ok(check.is_ok())
 }

@@ -122,6 +122,9 @@ pub fn load_keys(paths: &[PathBuf]) -> Result<KeySet> {
         let value = read_json(path)?;
         let set = KeySet::from_value(&value)
             .with_context(|| format!("{} holds no usable key records", path.display()))?;
+        for warning in set.warnings() {
+            eprintln!("warning: {}: {warning}", path.display());
+        }
         keys.extend(set);
     }
     Ok(keys)
@@ -150,14 +153,27 @@ pub fn sign(args: &SignArgs) -> Result<()> {
 }
 
 /// Verifies a document's signature; prints `ok` or the reason code. Returns whether it is ok.
-pub fn verify(keys: &[PathBuf], doc: &Path, kind: KindArg, json: bool) -> Result<bool> {
+/// With `relayed`, the federation rule applies too (RFC-0006): the signing key must be the
+/// document issuer's (`not_issuer_key`).
+pub fn verify(
+    keys: &[PathBuf],
+    doc: &Path,
+    kind: KindArg,
+    relayed: bool,
+    json: bool,
+) -> Result<bool> {
     let keys = load_keys(keys)?;
     let doc = read_json(doc)?;
-    let verdict = signature::verify_signature(&doc, &keys, kind.into());
-    let reason = verdict.reason.as_str();
+    let (ok, reason) = if relayed {
+        let r = cookwala::federation::verify_relayed(&doc, &keys);
+        (r.is_ok(), r.as_str())
+    } else {
+        let verdict = signature::verify_signature(&doc, &keys, kind.into());
+        (verdict.is_ok(), verdict.reason.as_str())
+    };
     if json {
         let mut map = Map::new();
-        map.insert("ok".into(), verdict.is_ok().into());
+        map.insert("ok".into(), ok.into());
         map.insert("reason".into(), reason.into());
         if let Some(sig) = doc.get("signature") {
             for field in ["kid", "alg", "signedAt"] {
@@ -170,5 +186,5 @@ pub fn verify(keys: &[PathBuf], doc: &Path, kind: KindArg, json: bool) -> Result
     } else {
         println!("{reason}");
     }
-    Ok(verdict.is_ok())
+    Ok(ok)
 }

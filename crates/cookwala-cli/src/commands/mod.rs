@@ -8,6 +8,7 @@ pub mod disclose;
 pub mod docs;
 pub mod keys;
 pub mod log;
+pub mod profiles;
 pub mod rules;
 pub mod schemas;
 pub mod serve;

@@ -9,6 +9,8 @@
 //! - `docs`: `validate`, `schema`, `migrate`, `logs export`.
 //! - `serve`: the hub binary on port 0: token file, auth, graceful SIGTERM.
 //! - `rules`: `convert`, `envelope`, `dry-run` (single, batch, explain), bad input.
+//! - `profiles`: `sms parse`, `constraints`, `certify`, `registry`, `signal` and
+//!   `verify --relayed`, data-driven over the standard's profile vectors.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -19,6 +21,7 @@ mod demo;
 mod docs;
 mod keys;
 mod log;
+mod profiles;
 mod rules;
 mod serve;
 

@@ -376,14 +376,8 @@ async fn validate_maps_upstream_schema_names_to_our_kinds() {
 }
 
 #[tokio::test]
-async fn profile_tools_are_501_unknown_tools_404_and_tools_are_open() {
+async fn unknown_tools_are_404_and_tools_are_open() {
     let app = default_app().await;
-    for name in ["sms", "constraints", "humanitarian"] {
-        let r = tool(&app, name, &parse(r#"{"text":"x"}"#)).await;
-        assert_eq!(r.status, StatusCode::NOT_IMPLEMENTED, "{name}");
-        assert_eq!(r.str("title"), "not-implemented");
-        assert!(r.str("detail").contains(name), "{:?}", r.body);
-    }
     assert_problem(
         &tool(&app, "frobnicate", &parse("{}")).await,
         StatusCode::NOT_FOUND,
@@ -435,15 +429,26 @@ async fn devices_vocabulary_and_registry_shapes() {
 
     let r = call(&app, get("/v1/tools/registry")).await;
     assert_eq!(r.status, StatusCode::OK);
-    assert!(r.str("note").starts_with("Not a registry"), "{:?}", r.body);
+    assert!(r.str("note").starts_with("Pointers only"), "{:?}", r.body);
+    assert_eq!(r.str("registry"), "local.cookwala-hub");
     let entries = r.body.get("entries").and_then(Value::as_array).unwrap();
+    // Every entry has an RFC-0002 name and, when it has a version, an exact one.
+    for e in entries {
+        let name = e.get("name").and_then(Value::as_str).unwrap();
+        assert_eq!(cookwala::registry::check_name(name), Ok(()), "{name}");
+        if let Some(v) = e.get("version").and_then(Value::as_str) {
+            assert_eq!(cookwala::registry::check_version(v), Ok(()), "{name} {v}");
+        }
+    }
     let of = |kind: &str| -> Vec<&Value> {
         entries.iter().filter(|e| e.get("kind").and_then(Value::as_str) == Some(kind)).collect()
     };
     let recipes = of("recipe");
     assert_eq!(recipes.len(), catalog.recipe_ids().count());
     for e in recipes {
-        let id = e.get("name").and_then(Value::as_str).unwrap();
+        let id = e.get("id").and_then(Value::as_str).unwrap();
+        let name = e.get("name").and_then(Value::as_str).unwrap();
+        assert_eq!(name, format!("local.cookwala-hub/{id}"));
         let want = document_hash(catalog.recipe(id).unwrap()).unwrap();
         assert_eq!(e.get("hash").and_then(Value::as_str), Some(want.as_str()), "{id}");
         assert_eq!(
@@ -455,7 +460,7 @@ async fn devices_vocabulary_and_registry_shapes() {
         of("capabilities").into_iter().filter(|e| e.get("served").is_some()).collect();
     assert_eq!(served.len(), 1);
     assert_eq!(
-        served[0].get("name").and_then(Value::as_str),
+        served[0].get("id").and_then(Value::as_str),
         Some(cookwala_sim::builtin::DEFAULT_DEVICE)
     );
     assert_eq!(of("safety_limits").len(), 1);
@@ -471,7 +476,9 @@ async fn index_is_open_and_lists_the_tools() {
         assert_eq!(r.str("device"), cookwala_sim::builtin::DEFAULT_DEVICE);
         let tools = r.body.get("tools").and_then(Value::as_array).unwrap();
         assert!(tools.iter().any(|t| t.as_str() == Some("dryrun")));
-        assert!(!tools.iter().any(|t| t.as_str() == Some("sms")));
+        assert!(tools.iter().any(|t| t.as_str() == Some("sms")));
+        assert!(tools.iter().any(|t| t.as_str() == Some("constraints")));
+        assert!(tools.iter().any(|t| t.as_str() == Some("humanitarian")));
     }
 }
 
@@ -522,6 +529,23 @@ fn the_hub_key_file_is_created_once_private_and_readable_by_cookwala_sign() {
     assert!(e.why.contains("JSON"), "{e}");
 }
 
+/// Every vector file of `dir` (Core, then `profiles/` sorted), read here.
+fn all_files(dir: &Path) -> Vec<(String, Value)> {
+    let mut files = core_files(dir);
+    let mut stems: Vec<String> = std::fs::read_dir(dir.join("profiles"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    stems.sort();
+    for stem in stems {
+        let path = dir.join(format!("profiles/{stem}.json"));
+        files.push((format!("profiles/{stem}"), parse(&test_support::read(&path))));
+    }
+    files
+}
+
 /// The Core vector files of `dir`, read here (the oracle for `vectorsHash`).
 fn core_files(dir: &Path) -> Vec<(String, Value)> {
     cookwala::conformance::CORE_SUITES
@@ -541,24 +565,40 @@ async fn conformance_report_is_run_at_start_signed_and_verifiable() {
     .await;
     let r = call(&app, open_get("/v1/conformance")).await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
-    assert_eq!(r.body.get("claims"), Some(&parse(r#"["executor"]"#)), "{:?}", r.body);
+    assert_eq!(
+        r.body.get("claims"),
+        Some(&parse(r#"["executor","household","registry","supply"]"#)),
+        "{:?}",
+        r.body
+    );
+    assert_eq!(
+        r.body.get("profiles"),
+        Some(&parse(
+            r#"["certifications","disclosure_policy","federation","registry","sensor_trust","signal","sms"]"#
+        )),
+        "{:?}",
+        r.body
+    );
     let report = r.body.get("report").unwrap();
     assert_eq!(report.get("kind").and_then(Value::as_str), Some("ConformanceReport"));
     assert_eq!(report.get("claim").and_then(Value::as_str), Some("executor"));
     let suites = report.get("suites").and_then(Value::as_array).unwrap();
     let names: Vec<&str> =
         suites.iter().map(|s| s.get("suite").and_then(Value::as_str).unwrap()).collect();
-    assert_eq!(names, cookwala::conformance::CORE_SUITES);
-    for (s, (_, file)) in suites.iter().zip(core_files(&vectors)) {
+    assert_eq!(names[..8], cookwala::conformance::CORE_SUITES);
+    assert_eq!(names.len(), 15, "{names:?}");
+    for (s, (_, file)) in suites.iter().zip(all_files(&vectors)) {
         let total = file.as_array().unwrap().len() as i64;
         assert!(total > 0);
         assert_eq!(s.get("total").and_then(Value::as_i64), Some(total), "{s:?}");
         assert_eq!(s.get("passed").and_then(Value::as_i64), Some(total), "{s:?}");
         assert!(s.get("failed").is_none());
     }
-    let used = cookwala::conformance::vectors_hash(&core_files(&vectors)).unwrap();
+    // Every suite of the folder ran, so vectorsHash is the published hash itself.
+    let used = cookwala::conformance::vectors_hash(&all_files(&vectors)).unwrap();
     assert_eq!(report.get("vectorsHash").and_then(Value::as_str), Some(used.as_str()));
     let published = test_support::read(&vectors.join("VECTORS-HASH.txt"));
+    assert_eq!(used, published.trim());
     assert!(report.get("notes").and_then(Value::as_str).unwrap().contains(published.trim()));
     assert_eq!(
         report.get("hash").and_then(Value::as_str),
@@ -569,6 +609,15 @@ async fn conformance_report_is_run_at_start_signed_and_verifiable() {
     let wk = call(&app, open_get("/.well-known/cookwala.json")).await;
     let keys = KeySet::from_value(&wk.body).unwrap();
     assert_eq!(verify_signature(report, &keys, SignedKind::Document).reason.as_str(), "ok");
+    // And as `cookwala conformance run --verify-report` checks it: hash, signature,
+    // vectorsHash against the published one, counts.
+    let check = cookwala::conformance::verify_report(
+        report,
+        &keys,
+        &all_files(&vectors),
+        Some(published.trim()),
+    );
+    assert!(check.is_ok(), "{:?}", check.problems);
     let mut forged = report.clone();
     forged.as_object_mut().unwrap().insert("claim".into(), "verifier".into());
     assert_eq!(
@@ -684,5 +733,110 @@ async fn dryrun_reproduces_the_sample_bundle_expectations() {
             })
             .collect();
         assert_eq!(Some(&Value::Array(plan)), case.get("plan"), "{body}");
+    }
+}
+
+/// The profile vectors of `stem`, or `None` (with a notice) outside CI.
+fn profile_vectors(stem: &str) -> Option<Vec<Value>> {
+    let dir = test_support::shared("standards/cookwala/conformance/profiles")?;
+    let file = parse(&test_support::read(&dir.join(format!("{stem}.json"))));
+    Some(file.as_array().unwrap().to_vec())
+}
+
+#[tokio::test]
+async fn sms_answers_every_vector_with_findings_when_parsed() {
+    let Some(vectors) = profile_vectors("sms") else { return };
+    let app = default_app().await;
+    for v in &vectors {
+        let id = v.get("id").and_then(Value::as_str).unwrap();
+        let r = tool(&app, "sms", v.get("input").unwrap()).await;
+        assert_eq!(r.status, StatusCode::OK, "{id}: {:?}", r.body);
+        let expected = v.get("expected").unwrap();
+        let ok = expected.get("ok").and_then(Value::as_bool).unwrap();
+        // The profile's answer, plus findings[] on a parsed message (the SDKs' shape).
+        let mut got = r.body.clone();
+        let findings = got.as_object_mut().unwrap().remove("findings");
+        assert_eq!(findings.is_some(), ok, "{id}");
+        assert!(got.loose_eq(expected), "{id}: {got:?}");
+    }
+    let r = tool(&app, "sms", &parse(r#"{"text":"OFFER 18KG COOKED RICE TRAYS H T52C"}"#)).await;
+    assert_eq!(r.body.get("findings"), Some(&parse(r#"["safety.hot_hold_min"]"#)));
+    assert_problem(
+        &tool(&app, "sms", &parse(r#"{"text":5}"#)).await,
+        StatusCode::BAD_REQUEST,
+        "text",
+    );
+    assert_problem(&tool(&app, "sms", &parse("{}")).await, StatusCode::BAD_REQUEST, "text");
+}
+
+#[tokio::test]
+async fn constraints_answer_every_disclosure_policy_vector() {
+    let Some(vectors) = profile_vectors("disclosure_policy") else { return };
+    let app = default_app().await;
+    for v in &vectors {
+        let id = v.get("id").and_then(Value::as_str).unwrap();
+        let input = v.get("input").unwrap();
+        // The SDKs send {facets, role, consents?}.
+        let mut body = Map::new();
+        body.insert("facets".into(), input.get("facets").unwrap().clone());
+        body.insert("role".into(), input.get("recipientRole").unwrap().clone());
+        if let Some(c) = input.get("consents") {
+            body.insert("consents".into(), c.clone());
+        }
+        let r = tool(&app, "constraints", &Value::Object(body)).await;
+        assert_eq!(r.status, StatusCode::OK, "{id}: {:?}", r.body);
+        assert!(r.body.loose_eq(v.get("expected").unwrap()), "{id}: {:?}", r.body);
+    }
+    let bad = [
+        (r#"{"role":"grocer"}"#, "facets"),
+        (r#"{"facets":{},"role":"grocer"}"#, "facets"),
+        (r#"{"facets":[1],"role":"grocer"}"#, "facets/0"),
+        (r#"{"facets":[]}"#, "role"),
+        (r#"{"facets":[],"role":"landlord"}"#, "landlord"),
+        (r#"{"facets":[],"role":"grocer","consents":[{"scope":{}}]}"#, "consents/0"),
+    ];
+    for (body, needle) in bad {
+        assert_problem(
+            &tool(&app, "constraints", &parse(body)).await,
+            StatusCode::BAD_REQUEST,
+            needle,
+        );
+    }
+}
+
+#[tokio::test]
+async fn humanitarian_checks_documents_against_the_rule_pack() {
+    let app = default_app().await;
+    let body = parse(
+        r#"{"docs":[
+            {"kind":"Offer","id":"of-1","at":"2026-11-05T10:00:00Z",
+             "items":[{"lineId":"1","storage":"chilled"},{"lineId":"2","storage":"hot_held"}],
+             "readings":[{"lineId":"1","tempC":4},{"lineId":"2","tempC":52}]},
+            {"kind":"Distribution","id":"d-1","menu":{"perPersonDay":{"energyKcal":2300,"sodiumMg":2600}}}
+        ]}"#,
+    );
+    let r = tool(&app, "humanitarian", &body).await;
+    assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    assert_eq!(
+        r.body,
+        parse(
+            r#"{"results":[
+            {"id":"of-1","kind":"Offer","findings":[{"rule":"safety.hot_hold_min","severity":"block","detail":"line 2: 52 °C"}]},
+            {"id":"d-1","kind":"Distribution","findings":[{"rule":"nutrition.sodium_per_day","severity":"warn","detail":"perPersonDay: 2600 mg"}]}
+        ]}"#
+        )
+    );
+    let bad = [
+        (r#"{}"#, "docs"),
+        (r#"{"docs":[1]}"#, "docs/0"),
+        (r#"{"docs":[],"packs":["sphere-full"]}"#, "sphere-full"),
+        (r#"{"docs":[{"items":[{"lineId":"1","storage":"chilled"}]}]}"#, "docs/0"),
+    ];
+    for (body, needle) in bad {
+        assert_problem(
+            &tool(&app, "humanitarian", &parse(body)).await,
+            StatusCode::BAD_REQUEST,
+            needle,
+        );
     }
 }

@@ -81,3 +81,51 @@ proptest! {
         }
     }
 }
+
+/// Words the SMS grammar knows, mixed with arbitrary text.
+fn sms_text() -> impl Strategy<Value = String> {
+    let word = prop_oneof![
+        Just("OFFER".to_owned()),
+        Just("FARM".to_owned()),
+        Just("CLAIM".to_owned()),
+        Just("HAND".to_owned()),
+        Just("DIST".to_owned()),
+        Just("MENU".to_owned()),
+        Just("REJ".to_owned()),
+        Just("MEALS".to_owned()),
+        Just("PEOPLE".to_owned()),
+        "[0-9٠-٩۰-۹]{1,4}(KG|C)?".prop_map(|s| s),
+        "(T|UB|BB|HV|KCAL|FV)-?[0-9.]{0,5}C?".prop_map(|s| s),
+        "[A-Za-z]{1,6}".prop_map(|s| s),
+        ".{0,4}".prop_map(|s| s),
+    ];
+    prop::collection::vec(word, 0..8).prop_map(|w| w.join(" "))
+}
+
+proptest! {
+    #[test]
+    fn sms_parsing_never_panics_and_always_has_a_wire_shape(text in sms_text()) {
+        let parsed = cookwala::sms::parse(&text);
+        let value = cookwala::sms::result_value(&parsed);
+        prop_assert_eq!(value.get("ok").and_then(Value::as_bool), Some(parsed.is_ok()));
+        if let Ok(cmd) = &parsed {
+            let _ = cookwala::sms::storage_findings(cmd);
+            prop_assert!(value.get("command").is_some());
+        } else {
+            prop_assert!(value.get("error").and_then(Value::as_str).is_some());
+        }
+    }
+
+    #[test]
+    fn profile_checks_never_panic_on_arbitrary_documents(doc in value(), other in value()) {
+        let _ = cookwala::signal::check(&doc, cookwala::signal::Policy::default());
+        let _ = cookwala::humanitarian::check(&doc, &cookwala::humanitarian::RulePack::who_codex_basic());
+        let _ = cookwala::household::ConsentGrant::from_value(&doc);
+        let _ = cookwala::humanitarian::RulePack::from_value(&doc);
+        let now = cookwala::time::parse_timestamp("2026-10-05T00:00:00Z").unwrap();
+        let keys = KeySet::from_value(&other).unwrap_or_default();
+        let _ = cookwala::certification::verify(&doc, &keys, now, None);
+        let _ = cookwala::certification::current(&[doc.clone(), other.clone()], &keys, now, Some("x"));
+        let _ = cookwala::federation::verify_relayed(&doc, &keys);
+    }
+}

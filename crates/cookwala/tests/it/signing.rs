@@ -141,13 +141,13 @@ fn every_reason_is_reachable() {
         r(&set(&signed, &["signature", "signedAt"], 5i64.into()), &keys),
         Reason::InvalidTimestamp
     );
-    let later = with_record(&keys, |k| k.valid_from = "2026-03-01T12:00:01Z".into());
+    let later = with_record(&keys, |k| k.valid_from = Some("2026-03-01T12:00:01Z".into()));
     assert_eq!(r(&signed, &later), Reason::KeyNotValidAtSigningTime);
     let expired = with_record(&keys, |k| k.valid_to = Some("2026-03-01T11:59:59Z".into()));
     assert_eq!(r(&signed, &expired), Reason::KeyNotValidAtSigningTime);
     let revoked = with_record(&keys, |k| k.revoked_at = Some(AT.into()));
     assert_eq!(r(&signed, &revoked), Reason::KeyRevoked);
-    let bad_date = with_record(&keys, |k| k.valid_from = "soon".into());
+    let bad_date = with_record(&keys, |k| k.valid_from = Some("soon".into()));
     assert_eq!(r(&signed, &bad_date), Reason::InvalidTimestamp);
     let bad_rev = with_record(&keys, |k| k.revoked_at = Some("soon".into()));
     assert_eq!(r(&signed, &bad_rev), Reason::InvalidTimestamp);
@@ -164,7 +164,7 @@ fn comparison_edges() {
     // Valid exactly at validTo, and at validFrom; revoked exactly at revokedAt.
     let at_to = with_record(&keys, |k| k.valid_to = Some("2026-03-01T13:00:00+01:00".into()));
     assert_eq!(reason(&signed, &at_to), Reason::Ok);
-    let at_from = with_record(&keys, |k| k.valid_from = AT.into());
+    let at_from = with_record(&keys, |k| k.valid_from = Some(AT.into()));
     assert_eq!(reason(&signed, &at_from), Reason::Ok);
     let rev = with_record(&keys, |k| k.revoked_at = Some("2026-03-01T12:00:00.000001Z".into()));
     assert_eq!(reason(&signed, &rev), Reason::Ok);
@@ -200,4 +200,40 @@ fn header_kind_only_when_truthy() {
 fn signing_refuses_bad_times() {
     let key = SigningKey::generate(SigningAlg::EdDsa, &mut rng());
     assert!(attach(&doc(), &key, KID, "2026-03-01", SignedKind::Document).is_err());
+}
+
+#[test]
+fn an_unknown_revocation_reason_keeps_the_set_and_the_revocation() {
+    let (_, keys, signed) = setup(SigningAlg::EdDsa);
+    let mut record = keys.records()[0].to_value();
+    let Some(map) = record.as_object_mut() else { panic!("a record is an object") };
+    map.insert("revokedAt".into(), "2026-03-01T12:00:01Z".into());
+    map.insert("revocationReason".into(), "key_compromise".into());
+    let loaded = KeySet::from_value(&Value::Array(vec![record]));
+    let Ok(loaded) = loaded else {
+        panic!("an informative field must not void the set: {loaded:?}")
+    };
+    // Signed before revokedAt: still good; the unknown reason is a warning.
+    assert_eq!(reason(&signed, &loaded), Reason::Ok);
+    assert_eq!(loaded.warnings().len(), 1);
+    assert!(loaded.warnings()[0].contains("key_compromise"));
+    // Signed at or after revokedAt: revoked, whatever the reason says.
+    let revoked = with_record(&loaded, |k| k.revoked_at = Some(AT.into()));
+    assert_eq!(reason(&signed, &revoked), Reason::KeyRevoked);
+}
+
+#[test]
+fn a_record_without_valid_from_gives_invalid_timestamp() {
+    let (_, keys, signed) = setup(SigningAlg::EdDsa);
+    let mut record = keys.records()[0].to_value();
+    let Some(map) = record.as_object_mut() else { panic!("a record is an object") };
+    map.remove("validFrom");
+    let loaded = KeySet::from_value(&Value::Array(vec![record]));
+    let Ok(loaded) = loaded else { panic!("loads: {loaded:?}") };
+    assert_eq!(reason(&signed, &loaded), Reason::InvalidTimestamp);
+    // A document signed with another kid is not affected by the record.
+    assert_eq!(
+        reason(&set(&signed, &["signature", "kid"], "other".into()), &loaded),
+        Reason::UnknownKey
+    );
 }
