@@ -3,31 +3,22 @@
 use std::fmt;
 use std::path::Path;
 
-/// An operator-visible ledger failure, with the upstream exit code and prefix.
+/// An operator-visible ledger failure, with the upstream prefix (the exit codes are the
+/// binary's: `dwp-cli`'s `exit` module).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LedgerError {
-    /// `ERROR:`, exit 1.
+    /// `ERROR:`.
     Failed(String),
-    /// `COLLISION:`, exit 2.
+    /// `COLLISION:`: the journal changed behind this writer.
     Collision(String),
-    /// `REFUSED:`, exit 3 (no approval cites the live contract).
+    /// `REFUSED:`: no approval cites the live contract.
     ApprovalMissing(String),
-    /// `REFUSED:`, exit 4 (completion refused).
+    /// `REFUSED:`: completion refused.
     CompletionRefused(String),
 }
 
 impl LedgerError {
-    /// The process exit code upstream uses.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            LedgerError::Failed(_) => 1,
-            LedgerError::Collision(_) => 2,
-            LedgerError::ApprovalMissing(_) => 3,
-            LedgerError::CompletionRefused(_) => 4,
-        }
-    }
-
     /// The output prefix (`ERROR`, `COLLISION`, `REFUSED`).
     pub fn prefix(&self) -> &'static str {
         match self {
