@@ -52,6 +52,12 @@ pub(crate) fn io_fail(path: &Path, err: impl fmt::Display) -> LedgerError {
     fail(format!("{}: {err}", path.display()))
 }
 
+impl From<journal::Error> for LedgerError {
+    fn from(err: journal::Error) -> LedgerError {
+        journal_err(err)
+    }
+}
+
 pub(crate) fn journal_err(err: journal::Error) -> LedgerError {
     match err {
         e @ journal::Error::Collision { .. } => LedgerError::Collision(e.to_string()),

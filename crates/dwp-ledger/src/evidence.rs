@@ -10,7 +10,7 @@ use canonical_json::Value;
 use dwp::projection::{self, seq_of};
 use dwp::py::repr_str;
 
-use crate::error::{Result, fail, io_fail};
+use crate::error::{Result, fail};
 use crate::files::safe_relative;
 use crate::plan::{EVIDENCE_NAME, Plan};
 
@@ -87,13 +87,8 @@ pub(crate) fn lookup(
     None
 }
 
-/// Appends one cache line to `evidence.jsonl`.
+/// Appends one cache line to `evidence.jsonl`, durably: one write, then `fdatasync`, and the
+/// plan folder fsynced when the file is created ([`journal::append_synced`]).
 pub(crate) fn append_record(path: &Path, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| io_fail(path, e))?;
-    f.write_all(bytes).map_err(|e| io_fail(path, e))
+    journal::append_synced(path, bytes).map_err(|e| fail(e.to_string()))
 }

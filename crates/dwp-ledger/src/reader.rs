@@ -2,13 +2,19 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
 use canonical_json::Value;
 use dwp::projection::seq_of;
+use journal::Damage;
 
-use crate::error::{Result, io_fail};
+use crate::error::{Result, fail, io_fail};
+
+/// A journal line is a record when it is strict JSON (duplicate keys and non-finite numbers
+/// refused), as the writer requires.
+fn strict(line: &[u8]) -> Option<Value> {
+    canonical_json::parse(line).ok()
+}
 
 /// The live journal as a read-only reader sees it: events, a torn tail, a missing newline.
 #[derive(Clone, Debug, Default)]
@@ -21,39 +27,22 @@ pub struct JournalView {
     pub framing: bool,
 }
 
-/// Reads the live journal without repairing it.
+/// Reads the live journal without repairing it (the journal crate's typed reader with the
+/// strict parser: the torn-tail and framing rules are `journal::scan`'s).
 ///
 /// # Errors
 /// I/O failures other than a missing file.
 pub fn read_journal(path: &Path) -> Result<JournalView> {
-    let raw = match fs::read(path) {
-        Ok(raw) => raw,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(JournalView::default()),
-        Err(e) => return Err(io_fail(path, e)),
-    };
     let mut view = JournalView::default();
-    let mut offset = 0u64;
-    for line in raw.split(|b| *b == b'\n') {
-        let len = line.len() as u64 + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            offset += len;
-            continue;
-        }
-        if std::str::from_utf8(line).is_err() {
-            view.torn = Some((offset, journal::CAUSE_UNDECODABLE));
-            break;
-        }
-        match canonical_json::parse(line) {
-            Ok(event) => view.events.push(event),
-            Err(_) => {
-                view.torn = Some((offset, journal::CAUSE_UNPARSABLE));
-                break;
-            }
-        }
-        offset += len;
-    }
-    if view.torn.is_none() && !raw.is_empty() && !raw.ends_with(b"\n") {
-        view.framing = true;
+    let report = match journal::read_typed(path, strict, |_, event| view.events.push(event)) {
+        Ok(report) => report,
+        Err(e) if e.is_not_found() => return Ok(JournalView::default()),
+        Err(e) => return Err(fail(e.to_string())),
+    };
+    match report.damage {
+        Some(d @ Damage::TornTail { .. }) => view.torn = Some((d.byte_offset(), d.cause())),
+        Some(Damage::MissingNewline { .. }) => view.framing = true,
+        _ => {}
     }
     Ok(view)
 }
@@ -84,32 +73,18 @@ pub fn stream_journal(path: &Path, mut visit: impl FnMut(JournalItem<'_>)) -> Re
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(e) => return Err(io_fail(path, e)),
     };
-    let mut offset = 0u64;
-    let mut good_end = 0usize;
-    let mut count = 0usize;
-    let mut torn = None;
-    for line in raw.split(|b| *b == b'\n') {
-        let len = line.len() as u64 + 1;
-        if !line.iter().all(u8::is_ascii_whitespace) {
-            if std::str::from_utf8(line).is_err() {
-                torn = Some((offset, journal::CAUSE_UNDECODABLE));
-                break;
-            }
-            if canonical_json::parse(line).is_err() {
-                torn = Some((offset, journal::CAUSE_UNPARSABLE));
-                break;
-            }
-            count += 1;
-        }
-        offset += len;
-        good_end = usize::try_from(offset).unwrap_or(usize::MAX).min(raw.len());
-    }
+    // One snapshot, read twice: the header needs the count before the first event.
+    let report =
+        journal::read_typed_from(&raw[..], strict, |_, _| {}).map_err(|e| io_fail(path, e))?;
+    let torn = match report.damage {
+        Some(d @ Damage::TornTail { .. }) => Some((d.byte_offset(), d.cause())),
+        _ => None,
+    };
+    let count = usize::try_from(report.records).unwrap_or(usize::MAX);
     visit(JournalItem::Header { count, torn });
-    for line in raw[..good_end].split(|b| *b == b'\n') {
-        if let Ok(event) = canonical_json::parse(line) {
-            visit(JournalItem::Event(&event));
-        }
-    }
+    let good = usize::try_from(report.good_len).unwrap_or(usize::MAX).min(raw.len());
+    journal::read_typed_from(&raw[..good], strict, |_, event| visit(JournalItem::Event(&event)))
+        .map_err(|e| io_fail(path, e))?;
     Ok(())
 }
 
@@ -122,31 +97,4 @@ pub fn type_positions(events: &[Value]) -> BTreeMap<String, i64> {
         }
     }
     m
-}
-
-/// The last non-blank line of the first `len` bytes of `path`, read backwards from the end in
-/// 4 KiB steps (a plain append must not cost a read of the whole journal).
-pub(crate) fn last_line(path: &Path, len: u64) -> Result<Option<Vec<u8>>> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = fs::File::open(path).map_err(|e| io_fail(path, e))?;
-    let mut tail: Vec<u8> = Vec::new();
-    let mut pos = len;
-    loop {
-        let trimmed = tail.iter().rposition(|b| !b.is_ascii_whitespace());
-        if let Some(end) = trimmed
-            && let Some(start) = tail[..end].iter().rposition(|b| *b == b'\n')
-        {
-            return Ok(Some(tail[start + 1..=end].to_vec()));
-        }
-        if pos == 0 {
-            return Ok(trimmed.map(|end| tail[..=end].to_vec()));
-        }
-        let step = pos.min(4096);
-        pos -= step;
-        let mut chunk = vec![0u8; usize::try_from(step).unwrap_or(4096)];
-        file.seek(SeekFrom::Start(pos)).map_err(|e| io_fail(path, e))?;
-        file.read_exact(&mut chunk).map_err(|e| io_fail(path, e))?;
-        chunk.extend_from_slice(&tail);
-        tail = chunk;
-    }
 }

@@ -2,7 +2,6 @@
 //! repair, and the append path where every event is validated against the live contract
 //! ([`dwp::validate::journal_event_errors`]) before it is written.
 
-use std::fs;
 use std::time::SystemTime;
 
 use canonical_json::{Map, Value};
@@ -11,10 +10,9 @@ use dwp::py::repr_str;
 use dwp::validate;
 use journal::{Damage, Journal, OpenOptions, lockdir::LockDir};
 
-use crate::error::{Result, fail, io_fail, journal_err};
+use crate::error::{LedgerError, Result, fail, journal_err};
 use crate::files::{refuse_symlink, timestamp};
 use crate::plan::{EVIDENCE_NAME, JOURNAL_NAME, LOCK_IDENTITY, Plan};
-use crate::reader::last_line;
 use crate::values::{actor, int, obj, s};
 
 /// A mint-rule-checked append request from `ledger append`.
@@ -98,8 +96,8 @@ impl Writer {
             if load == Load::Tail {
                 // The crate's scan has checked (and repaired) every line: a plain append needs
                 // only the last event's seq, read from the end of the file.
-                if let Some(line) = last_line(&path, journal.len())? {
-                    writer.tail_seq = seq_of(&canonical_json::parse(&line).map_err(|e| {
+                if let Some(last) = journal.last_record().map_err(journal_err)? {
+                    writer.tail_seq = seq_of(&canonical_json::parse(&last.line).map_err(|e| {
                         fail(format!(
                             "journal.ndjson last line is not strict JSON ({e}) — no write was made"
                         ))
@@ -108,30 +106,13 @@ impl Writer {
                 writer.journal = Some(journal);
                 return writer.record_damage(report.damage);
             }
-            // The journal crate has scanned and repaired the file and we hold both locks: read
-            // the good prefix once and parse each line (the crate's own record reader would
-            // validate every line a second time).
-            let mut raw = fs::read(&path).map_err(|e| io_fail(&path, e))?;
-            raw.truncate(usize::try_from(journal.len()).unwrap_or(usize::MAX));
-            let mut records = Vec::new();
-            let mut offset = 0usize;
-            for line in raw.split(|b| *b == b'\n') {
-                if !line.iter().all(u8::is_ascii_whitespace) {
-                    records.push((offset, line));
-                }
-                offset += line.len() + 1;
-            }
-            let parse = |(at, line): &(usize, &[u8])| {
-                canonical_json::parse(line).map_err(|e| {
-                    fail(format!(
-                        "journal.ndjson line at byte {at} is not strict JSON ({e}) — no write was made"
-                    ))
-                })
-            };
-            let mut live = Vec::with_capacity(records.len());
-            for record in &records {
-                live.push(parse(record)?);
-            }
+            // The journal crate has scanned and repaired the file and we hold both locks: walk
+            // its records once and parse each line strictly.
+            let mut live = Vec::with_capacity(usize::try_from(journal.records()).unwrap_or(0));
+            journal.for_each_record(|at, line| {
+                live.push(parse_strict(at, line)?);
+                Ok::<(), LedgerError>(())
+            })?;
             writer.events = writer.plan.archived_events()?;
             writer.events.extend(live);
             writer.journal = Some(journal);
@@ -276,6 +257,15 @@ impl Writer {
             .cloned()
             .ok_or_else(|| fail(format!("task {} is not in the contract", repr_str(task_id))))
     }
+}
+
+/// One journal line the writer holds, parsed strictly (the writer refuses to go on otherwise).
+pub(crate) fn parse_strict(at: u64, line: &[u8]) -> Result<Value> {
+    canonical_json::parse(line).map_err(|e| {
+        fail(format!(
+            "journal.ndjson line at byte {at} is not strict JSON ({e}) — no write was made"
+        ))
+    })
 }
 
 impl Drop for Writer {

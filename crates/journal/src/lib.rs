@@ -25,6 +25,9 @@
 //!   Python writers exclude each other.
 //! * [`atomic_replace`] replaces a projection file such as `state.json`
 //!   with temp file + fsync + rename + directory fsync.
+//! * [`append_synced`] appends to a plain side file (DWP's
+//!   `evidence.jsonl` reuse cache) with one write + fsync, and fsyncs the
+//!   directory when it creates the file.
 //!
 //! # Key design decisions
 //!
@@ -75,6 +78,7 @@
 
 #![warn(missing_docs)]
 
+mod append;
 mod atomic;
 mod error;
 mod journal;
@@ -82,12 +86,13 @@ pub mod lockdir;
 mod scan;
 mod time;
 
+pub use append::append_synced;
 pub use atomic::atomic_replace;
 pub use error::Error;
 pub use journal::{DEFAULT_LOCK_WAIT, Durability, Journal, OpenOptions};
 pub use scan::{
     CAUSE_MISSING_NEWLINE, CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport,
-    TornCause, Validator, json_line, read_records, read_typed, scan,
+    TornCause, Validator, json_line, read_records, read_typed, read_typed_from, scan,
 };
 pub use time::utc_timestamp;
 

@@ -177,6 +177,20 @@ pub fn read_typed<T>(
     scan_parsed(BufReader::new(file), parse, |offset, _, value| visit(offset, value)).at(path)
 }
 
+/// [`read_typed`] over any reader (an in-memory snapshot of a journal, a
+/// prefix of a file); the report describes what `reader` yielded.
+///
+/// # Errors
+///
+/// Reading `reader` failed.
+pub fn read_typed_from<T>(
+    reader: impl BufRead,
+    parse: impl FnMut(&[u8]) -> Option<T>,
+    mut visit: impl FnMut(u64, T),
+) -> io::Result<ScanReport> {
+    scan_parsed(reader, parse, |offset, _, value| visit(offset, value))
+}
+
 /// Scans `reader` collecting every record.
 pub(crate) fn collect_records(
     reader: impl BufRead,
