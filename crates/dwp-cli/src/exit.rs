@@ -20,8 +20,10 @@ pub(crate) const COLLISION: u8 = 2;
 pub(crate) const APPROVAL_MISSING: u8 = 3;
 /// `REFUSED:`: completion refused.
 pub(crate) const COMPLETION_REFUSED: u8 = 4;
-/// A refused delegation (`ledger delegate`), or a human-edited view (`views`).
-pub(crate) const REFUSED_EDGE: u8 = 5;
+/// `ledger delegate`: the delegation gate refused (recorded).
+pub(crate) const DELEGATION_REFUSED: u8 = 5;
+/// `views`: a human-edited view would be overwritten.
+pub(crate) const HUMAN_EDIT: u8 = 5;
 /// The scheduler refused: a proposal not authorized, or a contract that does not validate.
 pub(crate) const SCHEDULER_REFUSED: u8 = 10;
 

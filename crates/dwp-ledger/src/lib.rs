@@ -9,19 +9,19 @@
 //!
 //! # Layout
 //!
-//! From the bottom up (a module uses only modules above it in this list):
+//! From the bottom up (each module uses only modules listed before it):
 //!
 //! * `error` ([`LedgerError`]), `values` (JSON builders), `files` (hashing, the atomic pretty
-//!   write, the symlink refusal), `reader` (read-only journal views), `command` (running a
-//!   gate command);
+//!   write, the symlink refusal), `reader` (read-only journal views through
+//!   [`journal::read_typed`]), `command` (running a gate command in its own process group);
 //! * `plan` ([`Plan`]: the folder, its generation and live contract), `evidence` (evidence
 //!   pointers and the `evidence.jsonl` reuse cache);
-//! * `writer` ([`Writer`]: the plan lock, the journal crate's lock and repair, the validated
-//!   append);
-//! * the operations on a writer: `mint` ([`Writer::append`]), `lifecycle` (`start`,
-//!   `signoff`, `complete`), `git` (tree state and the gate fingerprint), `gate`
+//! * `writer` ([`Writer`]: the plan lock, the journal crate's lock and repair, and the one
+//!   append path, where every event is validated against the live contract);
+//! * the operations on a writer: `git` (tree state and the gate fingerprint), `mint`
+//!   ([`Writer::append`]), `lifecycle` (`start`, `signoff`, `complete`), `gate`
 //!   ([`Writer::run_gate`]), `project`, `roll`, `export`, `materialize`;
-//! * the part-2 edges: [`records`], [`outcomes`], [`views`], [`amend`], [`verify`],
+//! * the part-2 edges: [`records`], [`verify`], [`outcomes`], [`views`], [`amend`],
 //!   [`migrate`], [`delegate`], [`context`].
 //!
 //! # Durability

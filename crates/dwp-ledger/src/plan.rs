@@ -9,9 +9,11 @@ use dwp::contract::contract_id;
 use dwp::projection::{Archive, seq_of};
 use dwp::py::repr_str;
 use dwp::validate::{self, Generation, contract_generation};
+use journal::Damage;
 
 use crate::error::{Result, fail, io_fail};
 use crate::files::{read_json_named, safe_relative};
+use crate::reader::strict;
 
 /// The journal file name.
 pub const JOURNAL_NAME: &str = "journal.ndjson";
@@ -200,7 +202,8 @@ impl Plan {
         found
     }
 
-    /// The events of every archive segment, in seq order.
+    /// The events of every archive segment, in seq order (each segment read by the journal
+    /// crate's typed reader; any bad line is an error, a missing final newline is not).
     ///
     /// # Errors
     /// A corrupt segment (archives are never repaired in place).
@@ -209,18 +212,21 @@ impl Plan {
         for archive in self.archives() {
             let path = self.dir.join(&archive.file);
             let raw = fs::read(&path).map_err(|e| io_fail(&path, e))?;
-            for line in raw.split(|b| *b == b'\n') {
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let event = canonical_json::parse(line).map_err(|e| {
-                    fail(format!(
-                        "archive segment {} is corrupt ({e}) — archived history is never \
-                         repaired in place; restore the exported copy",
-                        archive.file
-                    ))
-                })?;
-                events.push(event);
+            let report = journal::read_typed_from(&raw[..], strict, |_, event| events.push(event))
+                .map_err(|e| io_fail(&path, e))?;
+            if let Some(damage @ Damage::TornTail { .. }) = report.damage {
+                // Name the parser's complaint about the first bad line.
+                let start = usize::try_from(damage.byte_offset()).unwrap_or(usize::MAX);
+                let rest = raw.get(start..).unwrap_or_default();
+                let line = rest.split(|b| *b == b'\n').next().unwrap_or(rest);
+                let why = canonical_json::parse(line)
+                    .err()
+                    .map_or_else(|| damage.cause().to_owned(), |e| e.to_string());
+                return Err(fail(format!(
+                    "archive segment {} is corrupt ({why}) — archived history is never \
+                     repaired in place; restore the exported copy",
+                    archive.file
+                )));
             }
         }
         events.sort_by_key(seq_of);

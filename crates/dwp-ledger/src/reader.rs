@@ -12,7 +12,7 @@ use crate::error::{Result, fail, io_fail};
 
 /// A journal line is a record when it is strict JSON (duplicate keys and non-finite numbers
 /// refused), as the writer requires.
-fn strict(line: &[u8]) -> Option<Value> {
+pub(crate) fn strict(line: &[u8]) -> Option<Value> {
     canonical_json::parse(line).ok()
 }
 

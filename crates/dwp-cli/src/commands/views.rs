@@ -109,7 +109,7 @@ pub(crate) fn run(args: ViewsArgs) -> ExitCode {
         }
         Err(ViewsError::Divergence(m)) => {
             eprintln!("DIVERGENCE: {m}");
-            ExitCode::from(exit::REFUSED_EDGE)
+            ExitCode::from(exit::HUMAN_EDIT)
         }
         Err(ViewsError::Ledger(e)) => {
             eprintln!("{}: {e}", e.prefix());

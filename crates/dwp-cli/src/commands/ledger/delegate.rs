@@ -150,7 +150,7 @@ pub(crate) fn run(
         }
         Err(DelegateError::Refused(m)) => {
             outln!("REFUSED: delegation refused: {m}");
-            Ok(ExitCode::from(exit::REFUSED_EDGE))
+            Ok(ExitCode::from(exit::DELEGATION_REFUSED))
         }
         Err(DelegateError::Ledger(e)) => Err(e),
         Err(e) => Err(failed(e)),
