@@ -6,14 +6,6 @@
 //! left behind. Output follows upstream: one `FAIL <probe>[: detail]` line per failed probe,
 //! then `self-test: OK (N probes)` (exit 0) or `self-test: FAILED (N probes)` (exit 1).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Output};
@@ -97,11 +89,11 @@ impl Probes {
 
     fn finish(self, label: &str) -> ExitCode {
         for f in &self.failures {
-            println!("FAIL {f}");
+            outln!("FAIL {f}");
         }
         let ok = self.failures.is_empty();
-        println!("{label}: {} ({} probes)", if ok { "OK" } else { "FAILED" }, self.count);
-        if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+        outln!("{label}: {} ({} probes)", if ok { "OK" } else { "FAILED" }, self.count);
+        if ok { ExitCode::SUCCESS } else { ExitCode::from(crate::exit::FAILED) }
     }
 }
 

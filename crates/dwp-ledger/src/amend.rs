@@ -11,10 +11,11 @@ use canonical_json::{Map, Value};
 use dwp::contract::{contract_id, revision_content_bytes};
 use dwp::validate::{self, contract_generation};
 
-use crate::{
-    Plan, Result, Writer, actor, fail, io_fail, obj, plan_markdown_digest, read_json_named,
-    refuse_symlink, s, write_pretty,
-};
+use crate::error::{Result, fail, io_fail};
+use crate::files::{read_json_named, refuse_symlink, write_pretty};
+use crate::plan::{Plan, plan_markdown_digest};
+use crate::values::{actor, obj, s};
+use crate::writer::Writer;
 
 /// An amendment request (the human marker is obtained by the caller).
 #[derive(Clone, Debug)]

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use canonical_json::Value;
 use dwp::context_manifest::{self as rules, ContextError, Inputs, SurfaceHashes};
 
-use crate::{EVIDENCE_NAME, LedgerError, Plan, hash_file, records};
+use crate::error::LedgerError;
+use crate::files::hash_file;
+use crate::plan::{EVIDENCE_NAME, Plan};
+use crate::records;
 
 /// Why a context command failed (`ERROR:`, exit 1 either way).
 #[derive(Debug)]

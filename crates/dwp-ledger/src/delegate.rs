@@ -13,9 +13,12 @@ use dwp::projection;
 use dwp::py::repr_str;
 use dwp::validate::Generation;
 
-use crate::{
-    GateCommand, LedgerError, RunResult, Writer, actor, git, obj, read_json_named, run_command, s,
-};
+use crate::command::{GateCommand, RunResult, run_command};
+use crate::error::LedgerError;
+use crate::files::read_json_named;
+use crate::git::git;
+use crate::values::{actor, obj, s};
+use crate::writer::Writer;
 
 /// Detection commands are bounded.
 pub const DETECT_TIMEOUT_S: f64 = 10.0;
@@ -436,7 +439,7 @@ impl Writer {
         let id = match spec.get("delegation_id").filter(|v| dwp::py::truthy(Some(v))) {
             Some(id) => dwp::py::str_opt(Some(id)),
             None => {
-                let ts = crate::timestamp(req.now).replace(['-', ':'], "");
+                let ts = crate::files::timestamp(req.now).replace(['-', ':'], "");
                 let ts = ts.trim_end_matches('Z');
                 let ts = ts.split('.').next().unwrap_or(ts);
                 let salt = canonical_json::digest::sha256_hex(
@@ -577,8 +580,8 @@ impl Writer {
                             continue;
                         };
                         if full.is_file() && real.starts_with(&real_base) {
-                            let bytes =
-                                std::fs::read(&real).map_err(|e| crate::io_fail(&real, e))?;
+                            let bytes = std::fs::read(&real)
+                                .map_err(|e| crate::error::io_fail(&real, e))?;
                             body.insert(
                                 "result_digest".to_owned(),
                                 s(&canonical_json::digest::sha256_prefixed(&bytes)),

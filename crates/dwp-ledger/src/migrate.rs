@@ -9,10 +9,11 @@ use canonical_json::Value;
 use dwp::contract::contract_id;
 use dwp::migrate::{self as rules, MIGRATE_IDENTITY, MappedTask, PHASE_TYPE, PREVIEW_AUTHORITY};
 
-use crate::{
-    JOURNAL_NAME, LedgerError, MANIFEST_URL_V6, Plan, Writer, actor, hash_file, io_fail, obj,
-    read_json_named, s, write_pretty,
-};
+use crate::error::{LedgerError, io_fail};
+use crate::files::{hash_file, read_json_named, write_pretty};
+use crate::plan::{JOURNAL_NAME, MANIFEST_URL_V6, Plan};
+use crate::values::{actor, obj, s};
+use crate::writer::Writer;
 
 /// Why a migration command stopped (exit 1 either way).
 #[derive(Debug)]
@@ -54,7 +55,7 @@ impl MigrateError {
 type Result<T> = std::result::Result<T, MigrateError>;
 
 fn fail(msg: impl Into<String>) -> MigrateError {
-    MigrateError::Ledger(crate::fail(msg))
+    MigrateError::Ledger(crate::error::fail(msg))
 }
 
 /// The migration folder inside the plan.
@@ -104,7 +105,7 @@ fn read_source(dir: &Path) -> Result<Source> {
     let manifest = read_json_named(&manifest_path)?;
     let url = manifest.get("schema").and_then(Value::as_str).unwrap_or("");
     if url == MANIFEST_URL_V6
-        || url == crate::MANIFEST_URL_V7
+        || url == crate::plan::MANIFEST_URL_V7
         || dir.join("contract.json").exists()
         || dir.join("contracts").exists()
     {
@@ -181,7 +182,7 @@ pub fn preview(dir: &Path) -> Result<Value> {
     let cid = contract_id_of(&contract)?;
     let doc = rules::preview(&folder_name(dir), &src.digest, &tasks, &cid);
     let mdir = dir.join(MIGRATION_DIR);
-    crate::refuse_symlink(&mdir)?;
+    crate::files::refuse_symlink(&mdir)?;
     fs::create_dir_all(&mdir).map_err(|e| io_fail(&mdir, e))?;
     write_doc(&mdir.join("PREVIEW.json"), &doc)?;
     Ok(doc)
@@ -323,7 +324,7 @@ pub fn migrate(
     let done = |completed: &[String], p: &str| completed.iter().any(|c| c == p);
     let list = |completed: &[String]| Value::Array(completed.iter().map(|c| s(c)).collect());
     if !done(&completed, "backup") {
-        crate::refuse_symlink(&backup)?;
+        crate::files::refuse_symlink(&backup)?;
         fs::create_dir_all(&backup).map_err(|e| io_fail(&backup, e))?;
         let mut record = canonical_json::Map::new();
         for name in ["manifest.json", "state.json"] {
@@ -622,7 +623,10 @@ pub fn rollback(dir: &Path, force: bool) -> Result<RolledBack> {
     for name in &names {
         let path = backup.join(name);
         let want = record.get(name).and_then(Value::as_str);
-        if !crate::safe_relative(name) || want.is_none() || hash_file(&path).as_deref() != want {
+        if !crate::files::safe_relative(name)
+            || want.is_none()
+            || hash_file(&path).as_deref() != want
+        {
             return Err(refused(format!(
                 "backup/{name} is missing or fails its recorded digest - the v5 bytes cannot be \
                  restored verifiably; fix the backup by hand"

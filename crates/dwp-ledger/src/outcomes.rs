@@ -9,10 +9,14 @@ use dwp::outcomes::{self as rules, CONTROL_KINDS, OUTCOMES_IDENTITY, ReceiptSour
 use dwp::projection;
 use dwp::py::repr_str;
 
-use crate::{
-    GateCommand, Plan, Result, RunResult, Writer, actor, fail, git, io_fail, obj, records,
-    refuse_symlink, run_command, s,
-};
+use crate::command::{GateCommand, RunResult, run_command};
+use crate::error::{Result, fail, io_fail};
+use crate::files::refuse_symlink;
+use crate::git::git;
+use crate::plan::Plan;
+use crate::records;
+use crate::values::{actor, obj, s};
+use crate::writer::Writer;
 
 /// The D3-3 reason for a dirty start.
 pub const DIRTY_REASON: &str = "starting fingerprint carries a dirty component - the old leg \
@@ -182,7 +186,7 @@ impl Writer {
         }
         let runs_old_leg = fingerprint.is_some() && revision != "none";
         for a in &req.artifacts {
-            if !crate::safe_relative(a) || (runs_old_leg && !root.join(a).is_file()) {
+            if !crate::files::safe_relative(a) || (runs_old_leg && !root.join(a).is_file()) {
                 return Err(fail(format!(
                     "control artifact {} does not resolve to a file inside the repository",
                     repr_str(a)

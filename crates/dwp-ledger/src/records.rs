@@ -3,7 +3,9 @@
 
 use canonical_json::Value;
 
-use crate::{Plan, Result, fail, read_journal};
+use crate::error::{Result, fail};
+use crate::plan::Plan;
+use crate::reader::read_journal;
 
 /// Archived + live events. A torn live tail is an error: read-only readers never repair.
 ///
@@ -29,5 +31,5 @@ pub fn journal_sha256(plan: &Plan) -> Option<String> {
 
 /// Lowercase sha256 hex of `state.json`, or `None` when it does not exist.
 pub fn snapshot_sha256(plan: &Plan) -> Option<String> {
-    crate::hash_file(&plan.dir.join("state.json"))
+    crate::files::hash_file(&plan.dir.join("state.json"))
 }

@@ -9,10 +9,11 @@ use dwp::contract::contract_id;
 use dwp::projection;
 use dwp::validate::{self, Generation};
 
-use crate::{
+use crate::files::read_json_named;
+use crate::plan::{
     FolderGeneration, JOURNAL_NAME, MANIFEST_URL_V6, MANIFEST_URL_V7, Plan, detect_generation,
-    read_journal, read_json_named,
 };
+use crate::reader::read_journal;
 
 /// One check line.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use canonical_json::Value;
 use dwp::views::{self as rules};
 
-use crate::{LedgerError, Writer, actor, hash_file, io_fail, obj, read_json_named, s};
+use crate::error::{LedgerError, io_fail};
+use crate::files::{hash_file, read_json_named};
+use crate::values::{actor, obj, s};
+use crate::writer::Writer;
 
 /// Why a render stopped.
 #[derive(Debug)]
@@ -86,8 +89,9 @@ fn current_snapshot(writer: &Writer) -> Result<(Value, String), LedgerError> {
         }
     }
     let state = writer.project()?;
-    let digest = hash_file(&path)
-        .ok_or_else(|| crate::fail("projection produced no snapshot to anchor a view marker to"))?;
+    let digest = hash_file(&path).ok_or_else(|| {
+        crate::error::fail("projection produced no snapshot to anchor a view marker to")
+    })?;
     Ok((state, digest))
 }
 
@@ -100,18 +104,20 @@ pub fn render(writer: &mut Writer, req: &RenderRequest) -> Result<Vec<String>, V
     let (snapshot, digest) = current_snapshot(writer)?;
     let rendered_at = snapshot.get("updated_at").and_then(Value::as_str).unwrap_or("").to_owned();
     let out_dir = req.out_dir.clone().unwrap_or_else(|| writer.plan.dir.join("views"));
-    crate::refuse_symlink(&out_dir)?;
+    crate::files::refuse_symlink(&out_dir)?;
     fs::create_dir_all(&out_dir).map_err(|e| io_fail(&out_dir, e))?;
     let mut written: Vec<String> = Vec::new();
     let mut digests = canonical_json::Map::new();
     for name in &req.names {
         let Some(body) = rules::render_view(name, &writer.events, &snapshot) else {
-            return Err(crate::fail(format!("unknown view {}", dwp::py::repr_str(name))).into());
+            return Err(
+                crate::error::fail(format!("unknown view {}", dwp::py::repr_str(name))).into()
+            );
         };
         let marker = rules::marker(name, &writer.plan.contract_id, &digest, &rendered_at);
         let content = rules::view_file(&marker, &body);
         let target = out_dir.join(format!("{name}.md"));
-        crate::refuse_symlink(&target)?;
+        crate::files::refuse_symlink(&target)?;
         let existing = if target.is_file() {
             Some(fs::read(&target).map_err(|e| io_fail(&target, e))?)
         } else {
@@ -143,7 +149,7 @@ pub fn render(writer: &mut Writer, req: &RenderRequest) -> Result<Vec<String>, V
             )));
         };
         let Some(authority) = req.authority.as_deref().filter(|a| !a.trim().is_empty()) else {
-            return Err(crate::fail(
+            return Err(crate::error::fail(
                 "reconciliation requires --authority (recorded content, D2-4)",
             )
             .into());

@@ -9,14 +9,17 @@
 //! separators=(',', ':'))` over the contract without its `contract_id` key, produced here by
 //! [`canonical_json::to_python_compact`] and nothing else.
 //!
-//! Everything here is pure: [`contract`], [`validate`], [`projection`] and [`py`] are functions
+//! Everything here is pure: [`contract`], [`validate`], [`projection`], [`mint`] (what an
+//! `append` may record), [`gate`] (what a gate run or sign-off admits) and [`py`] are functions
 //! over parsed [`canonical_json::Value`]s with no I/O and no clock. The plan folder, the journal
 //! writer and the gate runner live in the `dwp-ledger` crate.
 
 pub mod context;
 pub mod context_manifest;
 pub mod contract;
+pub mod gate;
 pub mod migrate;
+pub mod mint;
 pub mod outcomes;
 pub mod projection;
 pub mod py;

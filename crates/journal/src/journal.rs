@@ -1,7 +1,7 @@
 //! The single writer of one journal file.
 
 use std::fs::{self, File, TryLockError};
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::atomic::sync_parent_dir;
@@ -255,6 +255,83 @@ impl Journal {
             scan::collect_records(BufReader::new(reader.take(self.end)), self.validator)
                 .at(&self.path)?;
         Ok(records)
+    }
+
+    /// Visits the records this writer knows about (the first [`len`]
+    /// bytes) through its locked handle, in order, with their byte offsets.
+    /// The lines are not validated again: they passed the scan on open or
+    /// were appended through this writer. Blank lines are skipped, as the
+    /// scanner skips them. Stops at the first error `visit` returns.
+    ///
+    /// [`len`]: Journal::len
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if reading fails (converted into `E`), or `visit`'s
+    /// error.
+    pub fn for_each_record<E: From<Error>>(
+        &self,
+        mut visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut file = &self.file;
+        file.seek(SeekFrom::Start(0)).at(&self.path)?;
+        let mut reader = BufReader::with_capacity(1 << 16, file.take(self.end));
+        let mut buf = Vec::new();
+        let mut offset = 0u64;
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).at(&self.path)?;
+            if n == 0 {
+                return Ok(());
+            }
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            if !scan::is_blank(line) {
+                visit(offset, line)?;
+            }
+            offset += n as u64;
+        }
+    }
+
+    /// The last record this writer knows about, found by reading backwards
+    /// from the end of its first [`len`] bytes in 4 KiB steps: appending
+    /// after it must not cost a read of the whole journal.
+    ///
+    /// [`len`]: Journal::len
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if reading fails.
+    pub fn last_record(&self) -> Result<Option<Record>, Error> {
+        const STEP: u64 = 4096;
+        let mut file = &self.file;
+        let mut pos = self.end;
+        let mut tail: Vec<u8> = Vec::new();
+        loop {
+            let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+            // Lines that start after the first newline of `tail` are whole.
+            let mut stop = body.len();
+            while let Some(nl) = body[..stop].iter().rposition(|b| *b == b'\n') {
+                let line = &body[nl + 1..stop];
+                if !scan::is_blank(line) {
+                    let offset = pos + nl as u64 + 1;
+                    return Ok(Some(Record { offset, line: line.to_vec() }));
+                }
+                stop = nl;
+            }
+            if pos == 0 {
+                let line = &body[..stop];
+                return Ok(
+                    (!scan::is_blank(line)).then(|| Record { offset: 0, line: line.to_vec() })
+                );
+            }
+            let step = pos.min(STEP);
+            pos -= step;
+            let mut chunk = vec![0u8; usize::try_from(step).unwrap_or(4096)];
+            file.seek(SeekFrom::Start(pos)).at(&self.path)?;
+            file.read_exact(&mut chunk).at(&self.path)?;
+            chunk.extend_from_slice(&tail);
+            tail = chunk;
+        }
     }
 
     /// The journal's path.

@@ -15,13 +15,19 @@
 //!   event). [`Journal::append`] writes one line and returns once it is
 //!   durable; [`Journal::append_batch`] writes several lines with one write
 //!   and one fsync (group commit).
-//! * [`scan`] and [`read_records`] are the read-only side: they report the
-//!   same damage but never modify the file.
+//! * [`scan`], [`read_records`] and the typed reader [`read_typed`] are
+//!   the read-only side: they report the same damage but never modify the
+//!   file. [`Journal::for_each_record`] and [`Journal::last_record`] read
+//!   what an open writer holds (the last record from the tail of the file,
+//!   without reading the rest).
 //! * [`lockdir::LockDir`] implements the cooperative `.ledger.lock/`
 //!   directory protocol of the upstream Python DWP tools, so Rust and
 //!   Python writers exclude each other.
 //! * [`atomic_replace`] replaces a projection file such as `state.json`
 //!   with temp file + fsync + rename + directory fsync.
+//! * [`append_synced`] appends to a plain side file (DWP's
+//!   `evidence.jsonl` reuse cache) with one write + fsync, and fsyncs the
+//!   directory when it creates the file.
 //!
 //! # Key design decisions
 //!
@@ -72,6 +78,7 @@
 
 #![warn(missing_docs)]
 
+mod append;
 mod atomic;
 mod error;
 mod journal;
@@ -79,12 +86,13 @@ pub mod lockdir;
 mod scan;
 mod time;
 
+pub use append::append_synced;
 pub use atomic::atomic_replace;
 pub use error::Error;
 pub use journal::{DEFAULT_LOCK_WAIT, Durability, Journal, OpenOptions};
 pub use scan::{
     CAUSE_MISSING_NEWLINE, CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport,
-    TornCause, Validator, json_line, read_records, scan,
+    TornCause, Validator, json_line, read_records, read_typed, read_typed_from, scan,
 };
 pub use time::utc_timestamp;
 

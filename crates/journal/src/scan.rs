@@ -154,6 +154,43 @@ pub fn read_records(
     collect_records(BufReader::new(file), validator).at(path)
 }
 
+/// The typed reader: reads the good prefix of the journal at `path`
+/// without modifying it, parsing each line once with `parse` and handing
+/// `visit` the byte offset and the value of every record, in order.
+///
+/// `parse` is the validator: a line it refuses (`None`) ends the good
+/// prefix exactly as a line [`scan`]'s validator rejects would
+/// ([`TornCause::Unparsable`]), so the torn-tail and framing rules are the
+/// scanner's and the returned report is the one [`scan`] would give with
+/// `parse(line).is_some()` as its validator.
+///
+/// # Errors
+///
+/// As for [`scan`].
+pub fn read_typed<T>(
+    path: impl AsRef<Path>,
+    parse: impl FnMut(&[u8]) -> Option<T>,
+    mut visit: impl FnMut(u64, T),
+) -> Result<ScanReport, Error> {
+    let path = path.as_ref();
+    let file = File::open(path).at(path)?;
+    scan_parsed(BufReader::new(file), parse, |offset, _, value| visit(offset, value)).at(path)
+}
+
+/// [`read_typed`] over any reader (an in-memory snapshot of a journal, a
+/// prefix of a file); the report describes what `reader` yielded.
+///
+/// # Errors
+///
+/// Reading `reader` failed.
+pub fn read_typed_from<T>(
+    reader: impl BufRead,
+    parse: impl FnMut(&[u8]) -> Option<T>,
+    mut visit: impl FnMut(u64, T),
+) -> io::Result<ScanReport> {
+    scan_parsed(reader, parse, |offset, _, value| visit(offset, value))
+}
+
 /// Scans `reader` collecting every record.
 pub(crate) fn collect_records(
     reader: impl BufRead,
@@ -167,7 +204,7 @@ pub(crate) fn collect_records(
 }
 
 /// Python's `bytes.strip()` whitespace: blank lines are skipped upstream.
-fn is_blank(line: &[u8]) -> bool {
+pub(crate) fn is_blank(line: &[u8]) -> bool {
     line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c'))
 }
 
@@ -189,9 +226,27 @@ pub(crate) fn line_problem(line: &[u8], validator: Validator) -> Option<&'static
 /// The scanner: calls `on_record(offset, line)` for every record of the
 /// good prefix and reports what it found. Reads `reader` to its end.
 pub(crate) fn scan_reader(
-    mut reader: impl BufRead,
+    reader: impl BufRead,
     validator: Validator,
     mut on_record: impl FnMut(u64, &[u8]),
+) -> io::Result<ScanReport> {
+    scan_parsed(
+        reader,
+        |line| validator(line).then_some(()),
+        |offset, line, ()| {
+            on_record(offset, line);
+        },
+    )
+}
+
+/// The scanner proper, with a parser in place of the validator: a line
+/// (valid UTF-8, not blank) is a record when `parse` returns `Some`, and
+/// `on_record(offset, line, value)` gets what it returned, so each line is
+/// parsed exactly once. Reads `reader` to its end.
+pub(crate) fn scan_parsed<T>(
+    mut reader: impl BufRead,
+    mut parse: impl FnMut(&[u8]) -> Option<T>,
+    mut on_record: impl FnMut(u64, &[u8], T),
 ) -> io::Result<ScanReport> {
     let mut buf = Vec::new();
     let mut offset = 0u64;
@@ -207,18 +262,18 @@ pub(crate) fn scan_reader(
         let framed = buf.last() == Some(&b'\n');
         let line = if framed { &buf[..n - 1] } else { &buf[..] };
         if !is_blank(line) {
-            let cause = if std::str::from_utf8(line).is_err() {
-                Some(TornCause::Undecodable)
-            } else if !validator(line) {
-                Some(TornCause::Unparsable)
+            let parsed = if std::str::from_utf8(line).is_err() {
+                Err(TornCause::Undecodable)
             } else {
-                None
+                parse(line).ok_or(TornCause::Unparsable)
             };
-            if let Some(cause) = cause {
-                torn = Some((cause, n as u64));
-                break;
+            match parsed {
+                Ok(value) => on_record(offset, line, value),
+                Err(cause) => {
+                    torn = Some((cause, n as u64));
+                    break;
+                }
             }
-            on_record(offset, line);
             records += 1;
         }
         offset += n as u64;

@@ -39,7 +39,6 @@ fn a_journal_that_grew_behind_the_writer_is_a_collision() {
             None,
         )
         .unwrap_err();
-    assert_eq!(err.exit_code(), 2);
     assert_eq!(err.prefix(), "COLLISION");
     assert!(
         matches!(&err, LedgerError::Collision(m) if m.starts_with("journal changed size behind this writer (expected ")),
@@ -90,4 +89,27 @@ fn slugs_and_commands_follow_upstream() {
     assert_eq!(plan::GateCommand::parse("\"  \""), None);
     assert_eq!(plan::GateCommand::parse("[]"), None);
     assert_eq!(plan::GateCommand::parse("[\"a\", \"b\"]").unwrap().joined(), "a b");
+}
+
+#[test]
+fn a_corrupt_archive_segment_is_named_with_the_parsers_complaint() {
+    let (_tmp, dir) = plan_dir();
+    let journal = std::fs::read(dir.join("journal.ndjson")).unwrap();
+    let bad = b"{\"seq\":2,";
+    let archive = [&journal[..], b" \n", bad, b"\n"].concat();
+    std::fs::write(dir.join("journal-archive-000001-000002.ndjson"), archive).unwrap();
+    let loaded = Plan::load(&dir).unwrap();
+    let err = loaded.archived_events().unwrap_err().to_string();
+    let why = canonical_json::parse(bad).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "archive segment journal-archive-000001-000002.ndjson is corrupt ({why}) — archived \
+             history is never repaired in place; restore the exported copy"
+        )
+    );
+    // a segment whose last line lost its newline is still whole
+    std::fs::write(dir.join("journal-archive-000001-000002.ndjson"), journal.trim_ascii_end())
+        .unwrap();
+    assert_eq!(loaded.archived_events().unwrap().len(), 1);
 }

@@ -57,3 +57,16 @@ fn failure_names_the_path_and_cleans_up() {
     let error = atomic_replace("/", b"data").unwrap_err();
     assert!(error.to_string().contains("path has no file name"), "{error}");
 }
+
+#[test]
+fn append_synced_creates_then_appends() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("evidence.jsonl");
+    journal::append_synced(&path, b"{\"a\":1}\n").unwrap();
+    journal::append_synced(&path, b"{\"b\":2}\n").unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"{\"a\":1}\n{\"b\":2}\n");
+    let missing = dir.path().join("no-such-dir").join("evidence.jsonl");
+    let err = journal::append_synced(&missing, b"x\n").unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert_eq!(err.path(), missing);
+}

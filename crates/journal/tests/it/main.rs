@@ -5,6 +5,7 @@
 mod atomic;
 mod crash;
 mod lockdir;
+mod reader;
 mod repair;
 mod support;
 mod writer;

@@ -2,17 +2,10 @@
 //!
 //! Exit codes: 0 `Verdict: CONFORMANT`, 1 `NOT CONFORMANT — N issue(s)`, 2 no plan folder.
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit;
 use clap::Args;
 use dwp_ledger::verify::{Check, verify};
 
@@ -27,19 +20,19 @@ pub(crate) fn run(args: VerifyArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => {
             eprintln!("ERROR: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exit::USAGE);
         }
     };
     let checks = verify(&dir);
     for c in &checks {
-        println!("{}", c.line());
+        outln!("{}", c.line());
     }
     let issues = checks.iter().filter(|c| matches!(c, Check::Fail(_))).count();
     if issues == 0 {
-        println!("Verdict: CONFORMANT");
+        outln!("Verdict: CONFORMANT");
         ExitCode::SUCCESS
     } else {
-        println!("NOT CONFORMANT — {issues} issue(s)");
-        ExitCode::from(1)
+        outln!("NOT CONFORMANT — {issues} issue(s)");
+        ExitCode::from(exit::FAILED)
     }
 }

@@ -2,18 +2,11 @@
 //!
 //! Exit codes: 0 ok, 1 `ERROR:` (refusals and failures), 2 usage or `COLLISION:`.
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use canonical_json::Value;
 use clap::{Args, Subcommand};
 use dwp_ledger::outcomes::{self as out, ControlRequest};
@@ -85,8 +78,8 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
         return crate::selftest::run(crate::selftest::Group::Outcomes);
     }
     let Some(plan_arg) = args.plan else {
-        println!("{USAGE}");
-        return ExitCode::from(2);
+        outln!("{USAGE}");
+        return ExitCode::from(exit::USAGE);
     };
     let result = (|| -> Result<ExitCode, LedgerError> {
         let dir = plan::find_plan_dir(&plan_arg)?;
@@ -100,7 +93,7 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                 {
                     list.retain(|c| c.get("task").and_then(Value::as_str) == Some(t.as_str()));
                 }
-                println!("{}", pretty(&result)?);
+                outln!("{}", pretty(&result)?);
                 std::mem::forget(events);
                 Ok(ExitCode::SUCCESS)
             }
@@ -129,10 +122,10 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                                 .map_err(|e| LedgerError::Failed(e.to_string()))?;
                         }
                         plan::write_pretty(&path, &doc)?;
-                        println!("{summary}");
+                        outln!("{summary}");
                     }
                     None => {
-                        println!("{}", pretty(&doc)?);
+                        outln!("{}", pretty(&doc)?);
                         eprintln!("{summary}");
                     }
                 }
@@ -140,8 +133,8 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
             }
             OutcomesCommand::Review { state, finding } => {
                 let Some(state) = state else {
-                    println!("{USAGE}");
-                    return Ok(ExitCode::from(2));
+                    outln!("{USAGE}");
+                    return Ok(ExitCode::from(exit::USAGE));
                 };
                 // Refuse an unknown state before taking the lock.
                 dwp::outcomes::review_statement(&state, finding.as_deref())
@@ -149,19 +142,19 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                 let mut writer = Writer::open(Plan::load(&dir)?, args.force, SystemTime::now())?;
                 let event = out::record_review(&mut writer, &state, finding.as_deref())?;
                 writer.close()?;
-                println!("OK: review {state} recorded at seq {}", dwp::projection::seq_of(&event));
+                outln!("OK: review {state} recorded at seq {}", dwp::projection::seq_of(&event));
                 Ok(ExitCode::SUCCESS)
             }
             OutcomesCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Outcomes)),
             OutcomesCommand::Control { task, criterion, command, artifacts, timeout } => {
                 let (Some(task), Some(criterion), Some(command)) = (task, criterion, command)
                 else {
-                    println!("{USAGE}");
-                    return Ok(ExitCode::from(2));
+                    outln!("{USAGE}");
+                    return Ok(ExitCode::from(exit::USAGE));
                 };
                 if artifacts.is_empty() {
-                    println!("{USAGE}");
-                    return Ok(ExitCode::from(2));
+                    outln!("{USAGE}");
+                    return Ok(ExitCode::from(exit::USAGE));
                 }
                 let mut writer = Writer::open(Plan::load(&dir)?, args.force, SystemTime::now())?;
                 let outcome = writer.run_control(&ControlRequest {
@@ -172,9 +165,11 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
                     timeout,
                 })?;
                 writer.close()?;
-                println!(
+                outln!(
                     "OK: control pair verdict {} ({}) at seq {}",
-                    outcome.verdict, outcome.reason, outcome.seq
+                    outcome.verdict,
+                    outcome.reason,
+                    outcome.seq
                 );
                 Ok(ExitCode::SUCCESS)
             }
@@ -184,10 +179,7 @@ pub(crate) fn run(args: OutcomesArgs) -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("{}: {err}", err.prefix());
-            ExitCode::from(match err {
-                LedgerError::Collision(_) => 2,
-                _ => 1,
-            })
+            ExitCode::from(exit::ledger_edge(&err))
         }
     }
 }

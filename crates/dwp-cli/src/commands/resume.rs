@@ -5,18 +5,11 @@
 //! Exit codes: 0 resumed, 1 `ERROR:`/`FAIL` (invalid records: nothing projected), 2 usage or
 //! `COLLISION:`.
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use canonical_json::Value;
 use clap::Args;
 use dwp::validate;
@@ -71,8 +64,8 @@ fn run_again(writer: &Writer) -> Vec<String> {
 
 pub(crate) fn run(args: ResumeArgs) -> ExitCode {
     let (Some(plan_arg), Some(authority)) = (args.plan, args.authority) else {
-        println!("usage: dwp resume --plan DIR --authority WHO");
-        return ExitCode::from(2);
+        outln!("usage: dwp resume --plan DIR --authority WHO");
+        return ExitCode::from(exit::USAGE);
     };
     let result = (|| -> Result<ExitCode, ViewsError> {
         let dir = plan::find_plan_dir(&plan_arg)?;
@@ -80,7 +73,7 @@ pub(crate) fn run(args: ResumeArgs) -> ExitCode {
         // 1. inspect (opening the writer repairs a torn tail and records the repair)
         let torn = plan::read_journal(&loaded.journal_path())?.torn;
         let mut writer = Writer::open(loaded, false, SystemTime::now())?;
-        println!(
+        outln!(
             "inspect: {} event(s){}",
             writer.events.len(),
             torn.map(|(at, _)| format!(", torn tail at byte {at} repaired and recorded"))
@@ -91,7 +84,7 @@ pub(crate) fn run(args: ResumeArgs) -> ExitCode {
         errors.extend(validate::journal_errors(&writer.events, Some(&writer.plan.contract)));
         if !errors.is_empty() {
             for e in &errors {
-                println!("FAIL {e}");
+                outln!("FAIL {e}");
             }
             writer.close()?;
             return Err(LedgerError::Failed(
@@ -100,10 +93,10 @@ pub(crate) fn run(args: ResumeArgs) -> ExitCode {
             )
             .into());
         }
-        println!("validate: OK");
+        outln!("validate: OK");
         // 3. project
         writer.project()?;
-        println!("project: state.json written");
+        outln!("project: state.json written");
         // 4. render (a human edit wins; the reconciliation is recorded under the authority)
         let written = render(
             &mut writer,
@@ -114,28 +107,28 @@ pub(crate) fn run(args: ResumeArgs) -> ExitCode {
                 authority: Some(authority.clone()),
             },
         )?;
-        println!(
+        outln!(
             "render: {}",
             if written.is_empty() { "no view changed".to_owned() } else { written.join(", ") }
         );
         let again = run_again(&writer);
         for line in &again {
-            println!("{line}");
+            outln!("{line}");
         }
         let plan_name = dwp::py::str_opt(writer.plan.contract.get("plan"));
         writer.close()?;
-        println!("OK: resumed {plan_name} ({} criterion(s) to run again)", again.len());
+        outln!("OK: resumed {plan_name} ({} criterion(s) to run again)", again.len());
         Ok(ExitCode::SUCCESS)
     })();
     match result {
         Ok(code) => code,
         Err(ViewsError::Ledger(e)) => {
             eprintln!("{}: {e}", e.prefix());
-            ExitCode::from(if matches!(e, LedgerError::Collision(_)) { 2 } else { 1 })
+            ExitCode::from(exit::ledger_edge(&e))
         }
         Err(e) => {
             eprintln!("ERROR: {e}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

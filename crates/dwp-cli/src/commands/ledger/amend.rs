@@ -1,18 +1,11 @@
 //! `dwp ledger --plan DIR amend --contract DRAFT --authority WHO --note REASON
 //! (--human-note FILE | TTY) [--mechanism M]` (upstream `ledger.py amend`).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use clap::Args;
 use dwp_ledger::amend::{AmendOutcome, AmendRequest, amend};
 use dwp_ledger::{self as plan, LedgerError};
@@ -43,8 +36,8 @@ pub(crate) fn run(
 ) -> Result<ExitCode, LedgerError> {
     let (Some(contract), Some(authority), Some(note)) = (args.contract, args.authority, args.note)
     else {
-        println!("amend requires --contract, --authority and --note");
-        return Ok(ExitCode::from(2));
+        outln!("amend requires --contract, --authority and --note");
+        return Ok(ExitCode::from(exit::USAGE));
     };
     let dir = plan::find_plan_dir(plan_arg)?;
     let bytes = std::fs::read(&contract)
@@ -55,12 +48,12 @@ pub(crate) fn run(
     let marker = marker(args.human_note.as_deref())?;
     let req = AmendRequest { draft, authority, note, marker, mechanism: args.mechanism };
     match amend(&dir, &req, SystemTime::now())? {
-        AmendOutcome::Nothing { revision, contract_id } => println!(
+        AmendOutcome::Nothing { revision, contract_id } => outln!(
             "OK: the live contract (revision {revision}, {}) already is this draft - nothing \
              to amend",
             dwp::py::head(&contract_id, 12)
         ),
-        AmendOutcome::Amended { revision, contract_id, invalidated } => println!(
+        AmendOutcome::Amended { revision, contract_id, invalidated } => outln!(
             "OK: amended to revision {revision} contract {} (approval recorded; criteria \
              re-evidenced: {})",
             dwp::py::head(&contract_id, 12),

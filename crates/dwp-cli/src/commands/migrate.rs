@@ -1,18 +1,11 @@
 //! `dwp migrate --plan DIR preview | migrate --authority WHO [--note T] | rollback [--force]`
 //! (upstream `migrate_v6.py`). Failures exit 1 with `REFUSED:` / `ERROR:`; usage exits 2.
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use canonical_json::Value;
 use clap::{Args, Subcommand};
 use dwp_ledger::migrate::{self as mig, MigrateError};
@@ -56,8 +49,8 @@ pub(crate) fn run(args: MigrateArgs) -> ExitCode {
         return crate::selftest::run(crate::selftest::Group::Migrate);
     }
     let Some(plan_arg) = args.plan else {
-        println!("{USAGE}");
-        return ExitCode::from(2);
+        outln!("{USAGE}");
+        return ExitCode::from(exit::USAGE);
     };
     let result = (|| -> Result<String, MigrateError> {
         let dir = std::path::absolute(&plan_arg)
@@ -118,7 +111,7 @@ pub(crate) fn run(args: MigrateArgs) -> ExitCode {
             MigrateCommand::Rollback { force } => {
                 let r = mig::rollback(&dir, force)?;
                 if let Some(w) = &r.warning {
-                    println!("WARNING: {w}");
+                    outln!("WARNING: {w}");
                 }
                 Ok(format!(
                     "OK: {} rolled back to v5 (manifest and state restored byte-identically; \
@@ -130,12 +123,12 @@ pub(crate) fn run(args: MigrateArgs) -> ExitCode {
     })();
     match result {
         Ok(line) => {
-            println!("{line}");
+            outln!("{line}");
             ExitCode::SUCCESS
         }
         Err(e) => {
             eprintln!("{}: {e}", e.prefix());
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

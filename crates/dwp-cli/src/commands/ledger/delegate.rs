@@ -2,18 +2,11 @@
 //! [--caps JSON]` (v7 delegation). Refusals are recorded and exit 5 with
 //! `REFUSED: delegation refused: …`.
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use canonical_json::Value;
 use clap::Args;
 use dwp_ledger::delegate::{AbilityEnv, DelegateError, LaunchRequest};
@@ -60,8 +53,8 @@ pub(crate) fn run(
 ) -> Result<ExitCode, LedgerError> {
     let op = args.op.as_deref().unwrap_or("");
     if !["launch", "observe", "collect", "cancel"].contains(&op) {
-        println!("delegate requires launch|observe|collect|cancel");
-        return Ok(ExitCode::from(2));
+        outln!("delegate requires launch|observe|collect|cancel");
+        return Ok(ExitCode::from(exit::USAGE));
     }
     if op == "observe" {
         let dir = plan::find_plan_dir(plan_arg)?;
@@ -99,12 +92,12 @@ pub(crate) fn run(
                 Value::Object(m)
             })
             .collect();
-        println!("{}", observe_listing(rows)?);
+        outln!("{}", observe_listing(rows)?);
         return Ok(ExitCode::SUCCESS);
     }
     let Some(task) = args.task.filter(|t| !t.is_empty()) else {
-        println!("delegate {op} requires --task");
-        return Ok(ExitCode::from(2));
+        outln!("delegate {op} requires --task");
+        return Ok(ExitCode::from(exit::USAGE));
     };
     let dir = plan::find_plan_dir(plan_arg)?;
     let loaded = Plan::load(&dir)?;
@@ -147,7 +140,7 @@ pub(crate) fn run(
     writer.close()?;
     match result {
         Ok(event) => {
-            println!(
+            outln!(
                 "OK: delegation {} {} at seq {} (asserted until a gate observes the result)",
                 dwp::py::str_opt(event.get("delegation_id")),
                 dwp::py::str_opt(event.get("state")),
@@ -156,8 +149,8 @@ pub(crate) fn run(
             Ok(ExitCode::SUCCESS)
         }
         Err(DelegateError::Refused(m)) => {
-            println!("REFUSED: delegation refused: {m}");
-            Ok(ExitCode::from(5))
+            outln!("REFUSED: delegation refused: {m}");
+            Ok(ExitCode::from(exit::DELEGATION_REFUSED))
         }
         Err(DelegateError::Ledger(e)) => Err(e),
         Err(e) => Err(failed(e)),

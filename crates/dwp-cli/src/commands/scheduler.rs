@@ -4,18 +4,11 @@
 //! `contract-invalid` refusal when the contract does not load), 2 usage, 1 error (`error: …`
 //! on stderr: no plan folder, a torn journal, a missing or unparsable proposal).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! print {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::exit;
 use canonical_json::Value;
 use clap::Subcommand;
 use dwp::scheduler;
@@ -52,7 +45,7 @@ pub(crate) enum SchedulerCommand {
 fn print_json(doc: &Value) -> Result<(), LedgerError> {
     let bytes =
         canonical_json::to_python_pretty(doc).map_err(|e| LedgerError::Failed(e.to_string()))?;
-    print!("{}", String::from_utf8_lossy(&bytes));
+    out!("{}", String::from_utf8_lossy(&bytes));
     Ok(())
 }
 
@@ -97,16 +90,16 @@ pub(crate) fn run(cmd: SchedulerCommand) -> ExitCode {
                 format!("the contract does not validate, so nothing schedules: {detail}"),
             );
             match print_json(&refusal) {
-                Ok(()) => ExitCode::from(10),
+                Ok(()) => ExitCode::from(exit::SCHEDULER_REFUSED),
                 Err(e) => {
                     eprintln!("error: {e}");
-                    ExitCode::from(1)
+                    ExitCode::from(exit::FAILED)
                 }
             }
         }
         Err(Stop::Error(err)) => {
             eprintln!("error: {err}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }
@@ -227,7 +220,11 @@ fn dispatch(cmd: SchedulerCommand) -> Result<ExitCode, Stop> {
                 scheduler::authorize(&loaded.contract, &loaded.contract_id, &events, &proposal);
             std::mem::forget(events);
             print_json(&decision).map_err(fail)?;
-            Ok(if scheduler::accepted(&decision) { ExitCode::SUCCESS } else { ExitCode::from(10) })
+            Ok(if scheduler::accepted(&decision) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(exit::SCHEDULER_REFUSED)
+            })
         }
         SchedulerCommand::Ready { plan: plan_arg } => {
             let (plan, events) = load(&plan_arg)?;

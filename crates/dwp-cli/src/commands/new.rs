@@ -1,17 +1,10 @@
 //! `dwp new SLUG [--plans-dir DIR]`: allocates `.dwp/plans/PLAN_NNN_slug/` (at least three
 //! digits; numbers are never reused).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::exit;
 use clap::Args;
 
 #[derive(Debug, Args)]
@@ -71,13 +64,13 @@ pub(crate) fn run(args: NewArgs) -> ExitCode {
              {name}",
             dwp::py::repr_str(&args.slug)
         );
-        return ExitCode::from(2);
+        return ExitCode::from(exit::USAGE);
     }
     let path = dir.join(&name);
     if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::create_dir(&path)) {
         eprintln!("ERROR: {}: {e}", path.display());
-        return ExitCode::from(1);
+        return ExitCode::from(exit::FAILED);
     }
-    println!("OK: allocated {}", path.display());
+    outln!("OK: allocated {}", path.display());
     ExitCode::SUCCESS
 }

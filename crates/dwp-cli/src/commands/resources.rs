@@ -4,18 +4,11 @@
 //! Abilities are the host's `--caps` united with what enabled, detected and compatible
 //! addons provide (`--host-only` ignores addons).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use canonical_json::{Map, Value};
 use clap::{Args, Subcommand};
 use dwp::resources::{self as res, RESOURCES_IDENTITY};
@@ -124,7 +117,7 @@ pub(crate) fn run(args: ResourcesArgs) -> ExitCode {
             return Ok((ExitCode::SUCCESS, pretty(&res::caps_value(&caps))?));
         }
         let Some(plan_arg) = &args.plan else {
-            return Ok((ExitCode::from(2), USAGE.to_owned()));
+            return Ok((ExitCode::from(exit::USAGE), USAGE.to_owned()));
         };
         let dir = plan::find_plan_dir(plan_arg)?;
         let loaded = Plan::load(&dir)?;
@@ -145,7 +138,7 @@ pub(crate) fn run(args: ResourcesArgs) -> ExitCode {
         }
         let caps: std::collections::BTreeMap<String, bool> =
             effective.sources.iter().map(|(k, v)| (k.clone(), !v.is_empty())).collect();
-        let usage = || Ok((ExitCode::from(2), USAGE.to_owned()));
+        let usage = || Ok((ExitCode::from(exit::USAGE), USAGE.to_owned()));
         match args.command {
             ResourcesCommand::Capabilities | ResourcesCommand::SelfTest => {
                 Ok((ExitCode::SUCCESS, String::new()))
@@ -198,7 +191,7 @@ pub(crate) fn run(args: ResourcesArgs) -> ExitCode {
             }
             ResourcesCommand::Hold => Ok(match res::dispatch_hold(contract, &events) {
                 Some(h) => (
-                    ExitCode::from(1),
+                    ExitCode::from(exit::FAILED),
                     format!(
                         "HOLD: limit {} (via seq {}) {}",
                         dwp::py::str_opt(h.get("limit_id")),
@@ -259,12 +252,12 @@ pub(crate) fn run(args: ResourcesArgs) -> ExitCode {
     })();
     match result {
         Ok((code, text)) => {
-            println!("{text}");
+            outln!("{text}");
             code
         }
         Err(e) => {
             eprintln!("ERROR: {e}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

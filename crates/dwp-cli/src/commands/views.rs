@@ -4,22 +4,15 @@
 //! Exit codes: 0 ok, 1 `ERROR:`, 2 usage or `COLLISION:`, 5 `DIVERGENCE:` (a human-edited
 //! view and no reconcile mode).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
+use crate::exit;
 use clap::{Args, Subcommand, ValueEnum};
 use dwp::views::{DEFAULT_VIEWS, VIEWS};
 use dwp_ledger::views::{Reconcile, RenderRequest, ViewsError, render};
-use dwp_ledger::{self as plan, LedgerError, Plan, Writer};
+use dwp_ledger::{self as plan, Plan, Writer};
 
 const USAGE: &str = "usage: dwp views --plan DIR {render|self-test} [--view tasks,evidence,audit,completion|--all] \
     [--out DIR] [--reconcile human-wins|generated-wins] [--authority WHO] [--force]";
@@ -72,8 +65,8 @@ pub(crate) fn run(args: ViewsArgs) -> ExitCode {
         return crate::selftest::run(crate::selftest::Group::Views);
     };
     let Some(plan_arg) = args.plan else {
-        println!("{USAGE}");
-        return ExitCode::from(2);
+        outln!("{USAGE}");
+        return ExitCode::from(exit::USAGE);
     };
     let names: Vec<String> = if all {
         VIEWS.iter().map(|v| (*v).to_owned()).collect()
@@ -83,8 +76,8 @@ pub(crate) fn run(args: ViewsArgs) -> ExitCode {
         DEFAULT_VIEWS.iter().map(|v| (*v).to_owned()).collect()
     };
     if let Some(bad) = names.iter().find(|n| !VIEWS.contains(&n.as_str())) {
-        println!("unknown view {} (choose from {})", dwp::py::repr_str(bad), VIEWS.join(", "));
-        return ExitCode::from(2);
+        outln!("unknown view {} (choose from {})", dwp::py::repr_str(bad), VIEWS.join(", "));
+        return ExitCode::from(exit::USAGE);
     }
     let req = RenderRequest {
         names,
@@ -107,27 +100,24 @@ pub(crate) fn run(args: ViewsArgs) -> ExitCode {
     })();
     match result {
         Ok(written) if written.is_empty() => {
-            println!("OK: no view changed — records unchanged, nothing written");
+            outln!("OK: no view changed — records unchanged, nothing written");
             ExitCode::SUCCESS
         }
         Ok(written) => {
-            println!("OK: rendered {}", written.join(", "));
+            outln!("OK: rendered {}", written.join(", "));
             ExitCode::SUCCESS
         }
         Err(ViewsError::Divergence(m)) => {
             eprintln!("DIVERGENCE: {m}");
-            ExitCode::from(5)
+            ExitCode::from(exit::HUMAN_EDIT)
         }
         Err(ViewsError::Ledger(e)) => {
             eprintln!("{}: {e}", e.prefix());
-            ExitCode::from(match e {
-                LedgerError::Collision(_) => 2,
-                _ => 1,
-            })
+            ExitCode::from(exit::ledger_edge(&e))
         }
         Err(e) => {
             eprintln!("ERROR: {e}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

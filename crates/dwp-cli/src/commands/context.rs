@@ -7,17 +7,10 @@
 //! - `dwp context --plan DIR --task T [--check]` writes our own `context/<T>.json` (the manifest
 //!   `dwp resume` reads); `--check` reports whether it is fresh against the journal.
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! println {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit;
 use canonical_json::Value;
 use clap::{Args, Subcommand};
 use dwp_ledger::{self as plan, LedgerError, Plan};
@@ -88,16 +81,16 @@ fn upstream(plan_arg: Option<PathBuf>, command: ContextCommand) -> ExitCode {
         return crate::selftest::run(crate::selftest::Group::Context);
     }
     let Some(plan_arg) = plan_arg else {
-        println!("{USAGE}");
-        return ExitCode::from(2);
+        outln!("{USAGE}");
+        return ExitCode::from(exit::USAGE);
     };
     let result = (|| -> Result<ExitCode, Error> {
         let dir = plan::find_plan_dir(&plan_arg)?;
         match command {
             ContextCommand::Manifest { task, sections, out, md } => {
                 let Some(task) = task else {
-                    println!("manifest requires --task");
-                    return Ok(ExitCode::from(2));
+                    outln!("manifest requires --task");
+                    return Ok(ExitCode::from(exit::USAGE));
                 };
                 let sections: Option<Vec<String>> =
                     sections.map(|s| s.split(',').map(|x| x.trim().to_owned()).collect());
@@ -117,24 +110,24 @@ fn upstream(plan_arg: Option<PathBuf>, command: ContextCommand) -> ExitCode {
                     }
                     std::fs::write(&out, &body).map_err(fail)?;
                 }
-                println!("{body}");
+                outln!("{body}");
                 Ok(ExitCode::SUCCESS)
             }
             ContextCommand::Freshness { task, summary } => {
                 let (Some(task), Some(summary)) = (task, summary) else {
-                    println!("freshness requires --task and --summary");
-                    return Ok(ExitCode::from(2));
+                    outln!("freshness requires --task and --summary");
+                    return Ok(ExitCode::from(exit::USAGE));
                 };
                 let doc = plan::read_json_named(&summary)?;
                 let loaded = Plan::load(&dir)?;
                 let verdict = ctx::freshness(&loaded, &task, &doc)?;
-                println!("{}", pretty(&verdict)?);
+                outln!("{}", pretty(&verdict)?);
                 let fresh = verdict.get("verdict").and_then(Value::as_str) == Some("fresh");
-                Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(1) })
+                Ok(if fresh { ExitCode::SUCCESS } else { ExitCode::from(exit::FAILED) })
             }
             ContextCommand::Accounting { bundle } => {
                 let loaded = Plan::load(&dir)?;
-                println!("{}", pretty(&ctx::accounting(&loaded, &bundle)?)?);
+                outln!("{}", pretty(&ctx::accounting(&loaded, &bundle)?)?);
                 Ok(ExitCode::SUCCESS)
             }
             ContextCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Context)),
@@ -142,7 +135,7 @@ fn upstream(plan_arg: Option<PathBuf>, command: ContextCommand) -> ExitCode {
     })();
     result.unwrap_or_else(|e| {
         eprintln!("ERROR: {e}");
-        ExitCode::from(1)
+        ExitCode::from(exit::FAILED)
     })
 }
 
@@ -151,8 +144,8 @@ pub(crate) fn run(args: ContextArgs) -> ExitCode {
         return upstream(args.plan, command);
     }
     let (Some(plan_arg), Some(task)) = (args.plan, args.task) else {
-        println!("{USAGE}");
-        return ExitCode::from(2);
+        outln!("{USAGE}");
+        return ExitCode::from(exit::USAGE);
     };
     let result = (|| -> Result<(ExitCode, String), LedgerError> {
         let dir = plan::find_plan_dir(&plan_arg)?;
@@ -173,7 +166,7 @@ pub(crate) fn run(args: ContextArgs) -> ExitCode {
                 (ExitCode::SUCCESS, format!("OK: context/{task}.json is fresh (seq {last})"))
             } else {
                 (
-                    ExitCode::from(1),
+                    ExitCode::from(exit::FAILED),
                     format!(
                         "STALE: context/{task}.json was written at seq {} - the journal is at seq {last}; regenerate it",
                         dwp::py::str_opt(existing.pointer("/freshness/last_seq"))
@@ -213,12 +206,12 @@ pub(crate) fn run(args: ContextArgs) -> ExitCode {
     })();
     match result {
         Ok((code, line)) => {
-            println!("{line}");
+            outln!("{line}");
             code
         }
         Err(e) => {
             eprintln!("{}: {e}", e.prefix());
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

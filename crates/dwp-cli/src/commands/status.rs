@@ -1,17 +1,10 @@
 //! `dwp status PLAN [--json]`: a readable plan summary (colour on a terminal).
 
-// Output never panics on a closed pipe (`dwp … | head`): a failed write is ignored.
-macro_rules! print {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
-    }};
-}
-
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit;
 use clap::Args;
 use dwp_ledger::{self as plan, LedgerError, Plan};
 
@@ -33,10 +26,10 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
         if args.json {
             let bytes = canonical_json::to_python_pretty(&doc)
                 .map_err(|e| LedgerError::Failed(e.to_string()))?;
-            print!("{}", String::from_utf8_lossy(&bytes));
+            out!("{}", String::from_utf8_lossy(&bytes));
         } else {
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            print!("{}", dwp::status::render_text(&doc, colour));
+            out!("{}", dwp::status::render_text(&doc, colour));
         }
         Ok(())
     })();
@@ -44,7 +37,7 @@ pub(crate) fn run(args: StatusArgs) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ERROR: {e}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
     }
 }

@@ -1,0 +1,142 @@
+//! `export`: a copy of the plan's records and cited evidence, with digests.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use canonical_json::{Map, Value};
+
+use crate::error::{Result, fail, io_fail};
+use crate::evidence::resolve_evidence;
+use crate::files::read_json_named;
+use crate::plan::{EVIDENCE_NAME, LOCK_IDENTITY};
+use crate::values::{obj, s};
+use crate::writer::Writer;
+
+impl Writer {
+    /// `export --dest DIR`: journal, snapshot, contracts, archives, cache, gate logs and cited
+    /// evidence, with `EXPORT_MANIFEST.json`.
+    ///
+    /// # Errors
+    /// I/O.
+    pub fn export(&self, dest: &Path) -> Result<Value> {
+        fs::create_dir_all(dest).map_err(|e| io_fail(dest, e))?;
+        let dir = &self.plan.dir;
+        let mut sources: Vec<PathBuf> = vec![self.plan.journal_path(), dir.join("state.json")];
+        let chain = dir.join("contracts");
+        if chain.is_dir() {
+            let mut names: Vec<PathBuf> = fs::read_dir(&chain)
+                .map_err(|e| io_fail(&chain, e))?
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().ends_with(".json")))
+                .collect();
+            names.sort();
+            sources.extend(names);
+        }
+        sources.push(dir.join("contract.json"));
+        for a in self.plan.archives() {
+            sources.push(dir.join(a.file));
+        }
+        sources.push(dir.join(EVIDENCE_NAME));
+        let mut cited: Vec<String> = self
+            .events
+            .iter()
+            .filter_map(|e| e.get("evidence_path").and_then(Value::as_str))
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if let Ok(snap) = read_json_named(&dir.join("state.json")) {
+            for t in snap.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
+                for c in t.get("criteria").and_then(Value::as_array).unwrap_or(&[]) {
+                    if let Some(p) =
+                        c.get("evidence_path").and_then(Value::as_str).filter(|p| !p.is_empty())
+                    {
+                        cited.push(p.to_owned());
+                    }
+                }
+            }
+        }
+        cited.sort();
+        cited.dedup();
+        let mut missing = Vec::new();
+        let mut outside: Vec<(String, PathBuf)> = Vec::new();
+        for pointer in cited {
+            match resolve_evidence(&self.plan, &pointer) {
+                Some(found) if found.starts_with(dir) => {
+                    if !sources.contains(&found) {
+                        sources.push(found);
+                    }
+                }
+                // Divergence (DWP.md §19.9): evidence outside the plan folder is copied under
+                // `repo/<relpath>` inside the bundle, never to a path escaping it.
+                Some(found) => outside.push((pointer, found)),
+                None => missing.push(s(&pointer)),
+            }
+        }
+        let gates = dir.join("gates");
+        if gates.is_dir() {
+            let mut logs = Vec::new();
+            walk_files(&gates, &mut logs);
+            logs.sort();
+            sources.extend(logs);
+        }
+        let mut files = Map::new();
+        let mut copy = |src: &Path, rel: &str| -> Result<()> {
+            if !src.is_file() {
+                return Ok(());
+            }
+            let raw = fs::read(src).map_err(|e| io_fail(src, e))?;
+            let target = dest.join(rel);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(|e| io_fail(parent, e))?;
+            }
+            fs::write(&target, &raw).map_err(|e| io_fail(&target, e))?;
+            files.insert(rel.to_owned(), s(&canonical_json::digest::sha256_hex(&raw)));
+            Ok(())
+        };
+        for src in &sources {
+            let Ok(rel) = src.strip_prefix(dir) else { continue };
+            copy(src, &rel.to_string_lossy())?;
+        }
+        for (pointer, found) in &outside {
+            let rel = if Path::new(pointer).is_absolute() {
+                format!(
+                    "external/{}",
+                    found.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+                )
+            } else {
+                format!("repo/{pointer}")
+            };
+            copy(found, &rel)?;
+        }
+        let mut manifest = obj([
+            ("exported_by", s(LOCK_IDENTITY)),
+            ("plan", self.plan.contract.get("plan").cloned().unwrap_or(Value::Null)),
+            ("contract_id", s(&self.plan.contract_id)),
+            ("files", Value::Object(files)),
+        ]);
+        if !missing.is_empty() {
+            manifest.insert("missing_evidence".into(), Value::Array(missing));
+        }
+        let manifest = Value::Object(manifest);
+        let mut bytes =
+            canonical_json::to_python_pretty(&manifest).map_err(|e| fail(e.to_string()))?;
+        bytes.pop();
+        let path = dest.join("EXPORT_MANIFEST.json");
+        fs::write(&path, bytes).map_err(|e| io_fail(&path, e))?;
+        Ok(manifest)
+    }
+}
+
+fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    for entry in rd.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            walk_files(&path, out);
+        } else if ft.is_file() {
+            out.push(path);
+        }
+    }
+}
