@@ -15,16 +15,11 @@
 
 use std::path::{Path, PathBuf};
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
 use canonical_json::{Map, Value};
 use cookwala::conformance::{self, CORE_SUITES, SuiteReport};
 use cookwala::signature::{SignedKind, attach};
 use cookwala::time::Instant;
 
-use crate::api::doc_response;
-use crate::hub::{Hub, HubConfig, HubError};
 use crate::identity::HubKey;
 
 /// The conformance class the hub claims.
@@ -48,8 +43,12 @@ fn fail(path: &Path, why: impl Into<String>) -> ConformanceError {
 }
 
 /// Builds the `/v1/conformance` body for `config` (runs the vectors on the blocking pool).
-pub(crate) async fn claim(config: &HubConfig, device: &Value) -> Result<Value, HubError> {
-    let Some(dir) = config.conformance.clone() else {
+pub(crate) async fn claim(
+    folder: Option<PathBuf>,
+    key: Option<HubKey>,
+    device: &Value,
+) -> Result<Value, ConformanceError> {
+    let Some(dir) = folder else {
         return Ok(body(
             vec![CLAIM],
             Value::Null,
@@ -59,7 +58,7 @@ pub(crate) async fn claim(config: &HubConfig, device: &Value) -> Result<Value, H
                 .to_owned(),
         ));
     };
-    let Some(key) = config.key.clone() else {
+    let Some(key) = key else {
         return Ok(body(
             vec![CLAIM],
             Value::Null,
@@ -69,12 +68,14 @@ pub(crate) async fn claim(config: &HubConfig, device: &Value) -> Result<Value, H
         ));
     };
     let capabilities_hash = canonical_json::digest::document_hash(device).ok();
-    let now = Instant::from_unix(crate::unix_ms().div_euclid(1000), 0)
+    let now = Instant::from_unix(crate::clock::unix_ms().div_euclid(1000), 0)
         .ok_or_else(|| fail(&dir, "the clock is out of range"))?;
+    let at = dir.clone();
     let built = tokio::task::spawn_blocking(move || {
         build_report(&dir, &key, capabilities_hash.as_deref(), now)
     })
-    .await??;
+    .await
+    .map_err(|e| fail(&at, format!("the vectors did not run: {e}")))??;
     let passed: usize = built.suites.iter().map(|s| s.passed).sum();
     let total: usize = built.suites.iter().map(|s| s.total).sum();
     // Every profile suite that passes whole, and the conformance classes they support.
@@ -82,7 +83,7 @@ pub(crate) async fn claim(config: &HubConfig, device: &Value) -> Result<Value, H
         built.profiles.iter().filter(|s| s.passed == s.total && s.total > 0).collect();
     let profiles: Vec<Value> =
         passing.iter().map(|s| Value::from(s.suite.trim_start_matches("profiles/"))).collect();
-    crate::note(format_args!(
+    crate::clock::note(format_args!(
         "cookwala-hub: conformance: {} Core suites, {passed}/{total} vectors passed; {}/{} profile suites passed; signed report at /v1/conformance",
         built.suites.len(),
         passing.len(),
@@ -126,11 +127,6 @@ fn body(claims: Vec<&str>, report: Value, note: String) -> Value {
     m.insert("report".into(), report);
     m.insert("note".into(), note.into());
     Value::Object(m)
-}
-
-/// `GET /v1/conformance` (open, like the capabilities document).
-pub(crate) async fn conformance(State(hub): State<Hub>) -> Response {
-    doc_response(StatusCode::OK, &hub.inner.conformance)
 }
 
 struct Built {

@@ -40,7 +40,7 @@ impl ApiError {
 
     /// 500 with a generic detail; the cause is written to stderr, never to the client.
     pub fn internal(cause: &dyn std::fmt::Display) -> ApiError {
-        crate::note(format_args!("cookwala-hub: internal error: {cause}"));
+        crate::clock::note(format_args!("cookwala-hub: internal error: {cause}"));
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
     }
 

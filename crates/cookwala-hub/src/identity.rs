@@ -12,13 +12,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
-use canonical_json::{Map, Value};
-use cookwala::keys::{KeyRecord, KeySet, SigningKey, UNBOUNDED_VALID_FROM};
-
-use crate::hub::Hub;
+use canonical_json::Value;
+use cookwala::keys::{KeyRecord, SigningKey, UNBOUNDED_VALID_FROM};
 
 /// The file name of the hub key in the data directory.
 pub const HUB_KEY_FILE: &str = "hub-key.json";
@@ -124,8 +119,9 @@ impl HubKey {
                 Ok((key, false))
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let now = cookwala::time::Instant::from_unix(crate::unix_ms().div_euclid(1000), 0)
-                    .ok_or_else(|| fail("the clock is out of range".to_owned()))?;
+                let now =
+                    cookwala::time::Instant::from_unix(crate::clock::unix_ms().div_euclid(1000), 0)
+                        .ok_or_else(|| fail("the clock is out of range".to_owned()))?;
                 let key = HubKey::derived(fresh(), now);
                 let text = canonical_json::to_jcs(&key.to_file_value())
                     .map_err(|e| fail(format!("cannot write the key: {e}")))?;
@@ -152,7 +148,7 @@ fn warn_if_readable_by_others(path: &Path) {
     if let Ok(meta) = std::fs::metadata(path)
         && meta.permissions().mode() & 0o077 != 0
     {
-        crate::note(format_args!(
+        crate::clock::note(format_args!(
             "cookwala-hub: warning: {} holds a private key but is readable by others (chmod 600 it)",
             path.display()
         ));
@@ -161,24 +157,3 @@ fn warn_if_readable_by_others(path: &Path) {
 
 #[cfg(not(unix))]
 fn warn_if_readable_by_others(_path: &Path) {}
-
-/// The keys the hub publishes: its own record first, then the trusted ones.
-pub(crate) fn published_keys(hub: &Hub) -> KeySet {
-    let config = &hub.inner.config;
-    let mut keys = KeySet::new();
-    if let Some(k) = &config.key {
-        keys.push(k.record());
-    }
-    keys.extend(config.trusted_keys.clone());
-    keys
-}
-
-/// `GET /.well-known/cookwala.json` (open).
-pub(crate) async fn well_known(State(hub): State<Hub>) -> Response {
-    let mut m = Map::new();
-    m.insert("name".into(), "Cookwala hub (cookwala-rs)".into());
-    m.insert("core".into(), crate::tools::CORE_API_VERSION.into());
-    m.insert("keys".into(), published_keys(&hub).to_value());
-    m.insert("conformance".into(), "/v1/conformance".into());
-    crate::tools::json_response(StatusCode::OK, &Value::Object(m))
-}

@@ -24,45 +24,31 @@
 //! with `Last-Event-ID`) and POSTed, signed, to the configured [`webhooks`] at least once, in
 //! order. Heartbeats are live only (see the `bus` module).
 
-mod api;
+// Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
+// them (`auth`, `catalog`, `clock`, `conformance`, `error`, `identity`, `limits`, `openapi`,
+// `privacy`) call none of the layers.
 pub mod auth;
-mod bus;
 pub mod catalog;
+mod clock;
 pub mod conformance;
 pub mod error;
-pub mod events;
-mod hub;
+mod http;
 pub mod identity;
 mod limits;
 pub mod openapi;
+pub mod outbox;
 pub mod privacy;
-mod recalls;
-mod sse;
+mod service;
 pub mod storage;
-mod tools;
-pub mod webhooks;
 
-pub use api::{COOKWALA_JSON, app};
 pub use catalog::{Catalog, CatalogError};
+pub use clock::{note, unix_ms};
 pub use error::ApiError;
-pub use hub::{Hub, HubConfig, HubError};
+pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;
-pub use webhooks::{Webhook, WebhookPolicy};
-
-/// Writes one diagnostic line to stderr; a closed stderr is ignored (never a panic).
-pub fn note(line: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
-}
-
-/// Milliseconds since the Unix epoch (0 if the clock is before it).
-pub fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
+pub use outbox::webhooks::{Webhook, WebhookPolicy};
+pub use outbox::{events, webhooks};
+pub use service::{Hub, HubConfig, HubError};
 
 /// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock, the heartbeats
 /// and the webhook deliveries run meanwhile. At shutdown the open event streams end, so the

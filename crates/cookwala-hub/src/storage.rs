@@ -43,6 +43,9 @@ pub enum StorageError {
     /// The group commit this write was part of failed as a whole (nothing of it was stored).
     #[error("group commit failed: {0}")]
     GroupCommit(String),
+    /// The blocking task that ran the call failed.
+    #[error("storage task: {0}")]
+    Task(String),
 }
 
 impl<T> From<PoisonError<T>> for StorageError {
@@ -434,7 +437,7 @@ struct Queued {
 }
 
 fn now_ms() -> i64 {
-    crate::unix_ms()
+    crate::clock::unix_ms()
 }
 
 impl SqliteStorage {
@@ -840,4 +843,14 @@ impl Storage for SqliteStorage {
         tx.commit()?;
         Ok(())
     }
+}
+
+/// The JCS text of `v`; a value JCS cannot write (an integer beyond 2^53) falls back to the
+/// compact sorted form, which keeps it exact, so nothing is ever stored empty.
+pub fn jcs_text(v: &canonical_json::Value) -> String {
+    canonical_json::to_jcs(v)
+        .or_else(|_| canonical_json::to_python_compact(v))
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .unwrap_or_else(|| "null".to_owned())
 }

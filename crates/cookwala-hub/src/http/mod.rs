@@ -25,7 +25,13 @@ use cookwala_sim::Simulation;
 
 use crate::auth::{Action, Principal, Role};
 use crate::error::ApiError;
-use crate::hub::{Device, Hub, LiveRun, RunConfig, jcs_text, snapshot};
+
+pub(crate) mod catalog;
+pub(crate) mod events;
+pub(crate) mod recalls;
+pub(crate) mod tools;
+use crate::service::{Device, Hub, LiveRun, RunConfig, snapshot};
+use crate::storage::jcs_text;
 use crate::storage::{Commit, ExecutionRecord, IdempotencyRecord, NewIncident};
 
 /// The media type of Cookwala bodies.
@@ -48,10 +54,10 @@ fn device_routes() -> Router<Hub> {
 /// for one device (a base URL of `/devices/{id}`) finds everything it uses.
 fn shared_routes() -> Router<Hub> {
     Router::new()
-        .route("/v1/recalls", get(crate::recalls::list).post(crate::recalls::publish))
+        .route("/v1/recalls", get(crate::http::recalls::list).post(crate::http::recalls::publish))
         .route("/v1/incidents", post(incident))
-        .route("/v1/conformance", get(crate::conformance::conformance))
-        .merge(crate::tools::routes())
+        .route("/v1/conformance", get(catalog::conformance))
+        .merge(crate::http::tools::routes())
 }
 
 /// A 404 problem for a `/devices/{device}/…` path naming no device of this hub, before any
@@ -77,9 +83,9 @@ pub fn app(hub: Hub) -> Router {
         .route("/v1/devices", get(devices))
         .route("/openapi.yaml", get(openapi))
         .route("/openapi.json", get(openapi))
-        .route("/.well-known/cookwala.json", get(crate::identity::well_known))
-        .merge(crate::tools::index_routes())
-        .merge(crate::sse::routes())
+        .route("/.well-known/cookwala.json", get(catalog::well_known))
+        .merge(crate::http::tools::index_routes())
+        .merge(events::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -505,10 +511,10 @@ async fn start(
         .unwrap_or_else(|| cookwala::precheck::ref_id(recipe_ref))
         .to_owned();
     let recipe = catalog.recipe(&recipe_id).cloned();
-    let now_ms = crate::unix_ms();
+    let now_ms = crate::clock::unix_ms();
     let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
-    let recalls = crate::recalls::blocking(&hub.recalls());
+    let recalls = crate::service::recalls::blocking(&hub.recalls());
     let empty = Value::Object(Map::new());
     let context = cookwala::precheck::Context {
         request: &doc,
@@ -963,7 +969,7 @@ async fn incident(
             .incident_rate
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .admit(addr, crate::unix_ms(), per_minute);
+            .admit(addr, crate::clock::unix_ms(), per_minute);
         if !admitted {
             return Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,

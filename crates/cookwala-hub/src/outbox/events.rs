@@ -455,7 +455,7 @@ pub fn to_new(event: &Value) -> NewEvent {
         id: s("id"),
         ty: s("type"),
         subject: s("subject"),
-        body: crate::hub::jcs_text(event),
+        body: crate::storage::jcs_text(event),
     }
 }
 

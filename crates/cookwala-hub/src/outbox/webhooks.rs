@@ -28,7 +28,6 @@ use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use sha2::{Digest, Sha256};
 
-use crate::hub::{Hub, HubError};
 use crate::storage::{DeadLetter, StoredEvent};
 
 /// A webhook: where to POST events and the secret that signs them. `Debug` never shows the
@@ -102,7 +101,7 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 
 /// Where a webhook's requests go.
 #[derive(Clone, Debug)]
-struct Target {
+pub(crate) struct Target {
     /// `https://`.
     tls: bool,
     host: String,
@@ -111,7 +110,7 @@ struct Target {
     path: String,
 }
 
-fn target(url: &str) -> Result<Target, String> {
+pub(crate) fn target(url: &str) -> Result<Target, String> {
     let uri: Uri = url.parse().map_err(|e| format!("not a URL: {e}"))?;
     let tls = match uri.scheme_str() {
         Some("http") => false,
@@ -177,9 +176,9 @@ pub fn pem_certificates(text: &str) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// Checks every webhook: an `http://` or `https://` URL, a non-empty secret, no URL twice.
-pub(crate) fn check(hooks: &[Webhook]) -> Result<(), HubError> {
+pub(crate) fn check(hooks: &[Webhook]) -> Result<(), (String, String)> {
     for (i, hook) in hooks.iter().enumerate() {
-        let fail = |why: String| HubError::Webhook { url: hook.url.clone(), why };
+        let fail = |why: String| (hook.url.clone(), why);
         target(&hook.url).map_err(fail)?;
         if hook.secret.is_empty() {
             return Err(fail("the secret is empty".to_owned()));
@@ -191,43 +190,25 @@ pub(crate) fn check(hooks: &[Webhook]) -> Result<(), HubError> {
     Ok(())
 }
 
-impl Hub {
-    /// Starts one delivery task per configured webhook.
-    pub fn spawn_webhooks(&self) -> Vec<tokio::task::JoinHandle<()>> {
-        let policy = self.inner.config.webhook_policy;
-        let tls = match tls_config(&self.inner.config.webhook_roots) {
-            Ok(t) => t,
-            Err(e) => {
-                crate::note(format_args!("cookwala hub: webhooks not started: {e}"));
-                return Vec::new();
-            }
-        };
-        self.inner
-            .config
-            .webhooks
-            .iter()
-            .filter_map(|hook| {
-                let t = target(&hook.url).ok()?;
-                let task = deliver_all(self.clone(), hook.clone(), t, policy, tls.clone());
-                Some(tokio::spawn(task))
-            })
-            .collect()
-    }
-}
-
 const BATCH: usize = 64;
 
-async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPolicy, tls: Tls) {
-    let mut committed = hub.inner.bus.committed();
+/// Delivers every outbox event after the webhook's cursor, forever: woken by `committed`.
+pub(crate) async fn deliver_all(
+    storage: std::sync::Arc<dyn crate::storage::Storage>,
+    mut committed: tokio::sync::watch::Receiver<u64>,
+    hook: Webhook,
+    target: Target,
+    policy: WebhookPolicy,
+    tls: Tls,
+) {
     loop {
         committed.borrow_and_update();
         let url = hook.url.clone();
-        let next = hub
-            .db(move |s| {
-                let cursor = s.webhook_cursor(&url)?.unwrap_or(0);
-                s.events_after(cursor, BATCH)
-            })
-            .await;
+        let next = crate::outbox::db(&storage, move |s| {
+            let cursor = s.webhook_cursor(&url)?.unwrap_or(0);
+            s.events_after(cursor, BATCH)
+        })
+        .await;
         let events = match next {
             Ok(events) => events,
             Err(_) => {
@@ -246,7 +227,10 @@ async fn deliver_all(hub: Hub, hook: Webhook, target: Target, policy: WebhookPol
             let dead = deliver(&hook, &target, &tls, &policy, &event).await;
             loop {
                 let (url, position, dead) = (hook.url.clone(), event.position, dead.clone());
-                match hub.db(move |s| s.set_webhook_cursor(&url, position, dead.as_ref())).await {
+                let set = move |s: &dyn crate::storage::Storage| {
+                    s.set_webhook_cursor(&url, position, dead.as_ref())
+                };
+                match crate::outbox::db(&storage, set).await {
                     Ok(()) => break,
                     Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
                 }
@@ -278,13 +262,13 @@ async fn deliver(
         };
         let since = *first_failure.get_or_insert_with(tokio::time::Instant::now);
         if attempts == 1 {
-            crate::note(format_args!(
+            crate::clock::note(format_args!(
                 "cookwala-hub: webhook {}: event {} not delivered ({why}); retrying",
                 hook.url, event.id
             ));
         }
         if since.elapsed() >= policy.give_up_after {
-            crate::note(format_args!(
+            crate::clock::note(format_args!(
                 "cookwala-hub: webhook {}: gave up on event {} after {attempts} attempts \
                  ({why}); dead-lettered, moving on",
                 hook.url, event.id
@@ -324,7 +308,7 @@ async fn post(
 }
 
 /// The TLS client configuration webhook deliveries share.
-type Tls = std::sync::Arc<tokio_rustls::rustls::ClientConfig>;
+pub(crate) type Tls = std::sync::Arc<tokio_rustls::rustls::ClientConfig>;
 
 async fn send<I>(
     io: I,

@@ -8,12 +8,16 @@ use canonical_json::{Map, Value};
 use cookwala_sim::{SimConfig, Simulation};
 use tokio::sync::Mutex;
 
-use crate::bus::Bus;
 use crate::catalog::Catalog;
 use crate::error::ApiError;
+use crate::outbox::Bus;
+
+mod bus;
+pub(crate) mod recalls;
+mod webhooks;
 use crate::identity::HubKey;
-use crate::storage::{Commit, ExecutionRecord, StatusUpdate, Storage, StorageError};
-use crate::webhooks::{Webhook, WebhookPolicy};
+use crate::outbox::webhooks::{Webhook, WebhookPolicy};
+use crate::storage::{Commit, ExecutionRecord, StatusUpdate, Storage, StorageError, jcs_text};
 
 /// How the hub runs.
 #[derive(Clone, Debug)]
@@ -416,9 +420,10 @@ impl Hub {
             .get(&device_id)
             .cloned()
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
-        crate::webhooks::check(&config.webhooks)?;
+        crate::outbox::webhooks::check(&config.webhooks)
+            .map_err(|(url, why)| HubError::Webhook { url, why })?;
         if !config.webhooks.is_empty() {
-            crate::webhooks::tls_config(&config.webhook_roots)
+            crate::outbox::webhooks::tls_config(&config.webhook_roots)
                 .map_err(|why| HubError::Webhook { url: "--webhook-ca".to_owned(), why })?;
         }
         let s = storage.clone();
@@ -442,7 +447,9 @@ impl Hub {
             Ok::<_, StorageError>((recovered, recalls))
         })
         .await??;
-        let conformance = crate::conformance::claim(&config, &root.doc).await?;
+        let conformance =
+            crate::conformance::claim(config.conformance.clone(), config.key.clone(), &root.doc)
+                .await?;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
@@ -488,7 +495,7 @@ impl Hub {
     /// Adds a just-stored recall to the in-memory copy, keeping `issuedAt` order.
     pub(crate) fn push_recall(&self, recall: Value) {
         if let Ok(mut list) = self.inner.recalls.write() {
-            let at = crate::recalls::issued_ms;
+            let at = crate::service::recalls::issued_ms;
             let pos = list.partition_point(|r| at(r) <= at(&recall));
             list.insert(pos, recall);
         }
@@ -563,7 +570,7 @@ impl Hub {
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 let dt = whole.min(1e12) as u64;
                 if let Err(e) = hub.advance(dt).await {
-                    crate::note(format_args!(
+                    crate::clock::note(format_args!(
                         "cookwala-hub: clock step failed: {}",
                         e.detail.unwrap_or_default()
                     ));
@@ -571,16 +578,6 @@ impl Hub {
             }
         }))
     }
-}
-
-/// The JCS text of `v`; a value JCS cannot write (an integer beyond 2^53) falls back to the
-/// compact sorted form, which keeps it exact, so nothing is ever stored empty.
-pub(crate) fn jcs_text(v: &Value) -> String {
-    canonical_json::to_jcs(v)
-        .or_else(|_| canonical_json::to_python_compact(v))
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .unwrap_or_else(|| "null".to_owned())
 }
 
 pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
@@ -599,7 +596,7 @@ pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
 /// the state table requires it, `seq` moves on, and the log says `aborted_safe`.
 fn recover(s: &dyn Storage, catalog: &Catalog, device: &str) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
-    let now = crate::unix_ms();
+    let now = crate::clock::unix_ms();
     let stamp = cookwala_sim::rfc3339_ms(now);
     for rec in s.unfinished()? {
         let (status, seq) = recovered_status(&rec, &stamp);
@@ -614,7 +611,7 @@ fn recover(s: &dyn Storage, catalog: &Catalog, device: &str) -> Result<Vec<Strin
             log,
         };
         s.commit(&Commit { updates: vec![update], events, ..Commit::default() })?;
-        crate::note(format_args!(
+        crate::clock::note(format_args!(
             "cookwala-hub: execution {} was {} when the hub stopped; ended safely (stopped, aborted_safe)",
             rec.id, rec.state
         ));
@@ -633,7 +630,7 @@ fn recovered_events(
     device: &str,
 ) -> Vec<crate::storage::NewEvent> {
     let run = RunConfig::from_text(&rec.config);
-    let exe = crate::events::Execution {
+    let exe = crate::outbox::events::Execution {
         id: &rec.id,
         request: status.get("request").and_then(Value::as_str).unwrap_or(&rec.id),
         device: run.as_ref().map_or(device, |r| r.device.as_str()),
@@ -643,11 +640,18 @@ fn recovered_events(
     let why = Some("hub restart");
     let mut out = Vec::new();
     if seq >= rec.seq + 2 {
-        out.push(crate::events::transition(&exe, &rec.state, "stopping", seq - 1, stamp, why));
+        out.push(crate::outbox::events::transition(
+            &exe,
+            &rec.state,
+            "stopping",
+            seq - 1,
+            stamp,
+            why,
+        ));
     }
     let from = if seq >= rec.seq + 2 { "stopping" } else { rec.state.as_str() };
-    out.push(crate::events::transition(&exe, from, "stopped", seq, stamp, why));
-    out.iter().map(crate::events::to_new).collect()
+    out.push(crate::outbox::events::transition(&exe, from, "stopped", seq, stamp, why));
+    out.iter().map(crate::outbox::events::to_new).collect()
 }
 
 fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
@@ -707,9 +711,12 @@ impl Hub {
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                let before = crate::unix_ms().saturating_sub(days.saturating_mul(86_400_000));
+                let before =
+                    crate::clock::unix_ms().saturating_sub(days.saturating_mul(86_400_000));
                 if let Err(e) = hub.db(move |s| s.prune_reports(before)).await {
-                    crate::note(format_args!("cookwala hub: pruning incident reports: {e:?}"));
+                    crate::clock::note(format_args!(
+                        "cookwala hub: pruning incident reports: {e:?}"
+                    ));
                 }
             }
         }))

@@ -21,37 +21,20 @@ use canonical_json::{Map, Value};
 use cookwala::precheck::recall_covers;
 use cookwala::signature::{SignedKind, verify_signature};
 
-use crate::api::{
-    authenticate, doc_response, idem_record, lookup_key, parse_object, request_digest, require_key,
-};
 use crate::auth::Action;
 use crate::error::ApiError;
-use crate::hub::{Hub, jcs_text, recipe_of};
+use crate::http::{
+    authenticate, doc_response, idem_record, lookup_key, parse_object, request_digest, require_key,
+};
+use crate::service::recalls::{issued_ms, timestamp_ms};
+use crate::service::{Hub, recipe_of};
+use crate::storage::jcs_text;
 use crate::storage::{Commit, NewRecall};
 
 /// `?since=`.
 #[derive(Debug, Default, serde::Deserialize)]
 pub(crate) struct Since {
     since: Option<String>,
-}
-
-/// An RFC 3339 date-time in Unix milliseconds (`None` if it is not one).
-fn timestamp_ms(text: &str) -> Option<i64> {
-    let t = cookwala::time::parse_timestamp(text).ok()?;
-    t.unix_seconds().checked_mul(1000)?.checked_add(i64::from(t.subsec_nanos() / 1_000_000))
-}
-
-/// A recall's `issuedAt` in Unix milliseconds.
-pub(crate) fn issued_ms(recall: &Value) -> Option<i64> {
-    timestamp_ms(recall.get("issuedAt")?.as_str()?)
-}
-
-/// The recalls that block new executions (every action but `warn`).
-pub(crate) fn blocking(all: &[Value]) -> Vec<Value> {
-    all.iter()
-        .filter(|r| r.get("action").and_then(Value::as_str) != Some("warn"))
-        .cloned()
-        .collect()
 }
 
 pub(crate) async fn list(
@@ -152,7 +135,10 @@ pub(crate) async fn publish(
     let ack = Value::Object(ack);
     commit.idempotency = Some(idem_record(&key, &digest, StatusCode::CREATED, &ack));
     commit.recall = Some(NewRecall { id, issued_ms: issued, body: jcs_text(&doc) });
-    commit.events.push(crate::events::to_new(&crate::events::recall(&doc, crate::unix_ms())));
+    commit.events.push(crate::outbox::events::to_new(&crate::outbox::events::recall(
+        &doc,
+        crate::clock::unix_ms(),
+    )));
     // The stops are already made in memory: their events are kept and retried if this fails.
     hub.commit(commit, true).await?;
     live.retain(|_, sim| !sim.is_final());

@@ -1,102 +1,18 @@
-//! The hub's event plumbing: committing changes with their events, waking subscribers, and
-//! heartbeats.
-//!
-//! Every durable event goes through [`Hub::commit`]: one storage transaction holds the change
-//! and its events, and only after the commit are SSE streams and webhook tasks woken (a
-//! `watch` counter). Subscribers never take events from the notification itself — they read
-//! the outbox after their own position — so a slow or lagging subscriber skips nothing.
-//!
-//! **Heartbeats are live only.** A `cookwala.device.heartbeat` says "the device is alive now";
-//! replayed or retried an hour later it says nothing true, and writing one every 30 s to the
-//! outbox would need pruning and would fill webhook queues with stale liveness. So heartbeats
-//! go to the SSE subscribers connected at that moment (a `broadcast` channel; a lagging
-//! subscriber just misses some), are sent without an SSE `id:` line so a client's
-//! `Last-Event-ID` keeps naming the last durable event, and are not sent to webhooks. The hub
-//! records the time of the last heartbeat per device ([`Hub::last_heartbeat`], the
-//! `x-hub-last-heartbeat` header of `GET /v1/capabilities` and `lastHeartbeat` in
-//! `GET /v1/devices`). Every served device has its own heartbeat (`subject` and `source` name
-//! it, `activeExecutions` lists the executions live on it).
+//! Committing changes with their events, waking subscribers, and heartbeats: the service's
+//! side of the outbox (see [`crate::outbox`] for why events are read back from storage).
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
 
 use canonical_json::Value;
 use cookwala::execution::ExecutionState;
 use cookwala_sim::{SimEvent, Simulation};
-use tokio::sync::{broadcast, watch};
 
 use crate::error::ApiError;
-use crate::events::{self, Execution, ProgressGate};
-use crate::hub::{Hub, LiveRun, jcs_text, snapshot};
-use crate::storage::{Commit, NewEvent, NewIncident};
-
-/// A live-only event for the SSE subscribers connected now.
-#[derive(Debug)]
-pub(crate) struct LiveEvent {
-    pub ty: &'static str,
-    pub subject: String,
-    pub body: String,
-}
-
-/// The event state of a hub (one per [`Hub`]).
-#[derive(Debug)]
-pub(crate) struct Bus {
-    /// Incremented after every commit that added events.
-    committed: watch::Sender<u64>,
-    /// Live-only events (heartbeats).
-    live: broadcast::Sender<Arc<LiveEvent>>,
-    /// Set at shutdown: open event streams end.
-    closing: watch::Sender<bool>,
-    /// Progress rate limit per execution.
-    gate: Mutex<ProgressGate>,
-    /// Events and incidents of in-memory changes whose commit failed; they go out first with
-    /// the next commit (event ids deduplicate).
-    pending: Mutex<(Vec<NewEvent>, Vec<NewIncident>)>,
-    started: Instant,
-    boot_ms: i64,
-    sim_clock_ms: AtomicU64,
-    heartbeats: AtomicU64,
-    last_heartbeat: Mutex<BTreeMap<String, i64>>,
-}
-
-impl Bus {
-    pub(crate) fn new() -> Bus {
-        Bus {
-            committed: watch::Sender::new(0),
-            live: broadcast::Sender::new(64),
-            closing: watch::Sender::new(false),
-            gate: Mutex::new(ProgressGate::default()),
-            pending: Mutex::new((Vec::new(), Vec::new())),
-            started: Instant::now(),
-            boot_ms: crate::unix_ms(),
-            sim_clock_ms: AtomicU64::new(0),
-            heartbeats: AtomicU64::new(0),
-            last_heartbeat: Mutex::new(BTreeMap::new()),
-        }
-    }
-
-    /// A receiver that changes after every commit with events.
-    pub(crate) fn committed(&self) -> watch::Receiver<u64> {
-        self.committed.subscribe()
-    }
-
-    /// Live-only events from now on.
-    pub(crate) fn live(&self) -> broadcast::Receiver<Arc<LiveEvent>> {
-        self.live.subscribe()
-    }
-
-    /// A receiver that turns `true` at shutdown.
-    pub(crate) fn closing(&self) -> watch::Receiver<bool> {
-        self.closing.subscribe()
-    }
-
-    /// Counts simulated time the hub's clock moved.
-    pub(crate) fn clock_moved(&self, dt_ms: u64) {
-        self.sim_clock_ms.fetch_add(dt_ms, Ordering::Relaxed);
-    }
-}
+use crate::outbox::LiveEvent;
+use crate::outbox::events::{self, Execution};
+use crate::service::{Hub, LiveRun, snapshot};
+use crate::storage::{Commit, NewEvent, NewIncident, jcs_text};
 
 impl Hub {
     /// Commits `commit` in one storage transaction, then wakes the event subscribers. With
@@ -203,7 +119,7 @@ impl Hub {
     /// # Errors
     /// The storage fails.
     pub async fn publish_recall_event(&self, recall: &Value) -> Result<(), ApiError> {
-        let event = events::recall(recall, crate::unix_ms());
+        let event = events::recall(recall, crate::clock::unix_ms());
         let commit = Commit { events: vec![events::to_new(&event)], ..Commit::default() };
         self.commit(commit, false).await
     }
@@ -242,7 +158,7 @@ impl Hub {
 
     fn emit_heartbeat(&self, device: &str, active: &[String]) -> Value {
         let bus = &self.inner.bus;
-        let now_ms = crate::unix_ms();
+        let now_ms = crate::clock::unix_ms();
         let event = events::heartbeat(&events::Heartbeat {
             device,
             boot: bus.boot_ms,

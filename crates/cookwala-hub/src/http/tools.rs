@@ -23,9 +23,9 @@ use cookwala::documents::{self, KINDS};
 use cookwala::signature::SignedKind;
 use cookwala::vocab::{Band, Op, Vocabulary};
 
-use crate::api::{doc_response, parse_object};
 use crate::error::ApiError;
-use crate::hub::Hub;
+use crate::http::{doc_response, parse_object};
+use crate::service::Hub;
 
 /// The Core API version the hub speaks.
 pub const CORE_API_VERSION: &str = "0.2.0";
@@ -48,7 +48,7 @@ pub const TOOLS: [&str; 10] = [
 pub const NOT_IMPLEMENTED: [&str; 0] = [];
 
 /// The tool routes, the index, `/v1/conformance` and `/.well-known/cookwala.json` (merged into
-/// [`crate::app`]).
+/// [`crate::http::app`]).
 pub(crate) fn routes() -> Router<Hub> {
     Router::new()
         .route("/v1/tools/recipes", get(recipes))
@@ -79,7 +79,7 @@ pub(crate) fn index_routes() -> Router<Hub> {
 
 /// A JSON answer that is not a Cookwala document (`application/json`).
 pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut res = (status, crate::hub::jcs_text(body)).into_response();
+    let mut res = (status, crate::storage::jcs_text(body)).into_response();
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     res
 }
@@ -416,7 +416,7 @@ fn hash(args: &Value) -> Result<Value, ApiError> {
 fn verify(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
     let doc = required(args, "doc")?;
     let keys = match present(args, "keys") {
-        None => crate::identity::published_keys(hub),
+        None => crate::http::catalog::published_keys(hub),
         Some(v) => cookwala::KeySet::from_value(v)
             .map_err(|e| ApiError::bad_request(format!("keys: {e}")))?,
     };
@@ -487,7 +487,7 @@ fn dryrun(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
     };
     let human_present = flag(args, "humanPresent", false)?;
     let allow_model = flag(args, "allowModel", true)?;
-    let now = cookwala::time::Instant::from_unix(crate::unix_ms().div_euclid(1000), 0)
+    let now = cookwala::time::Instant::from_unix(crate::clock::unix_ms().div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
     let options =
         cookwala::dryrun::Options { human_present, allow_model, limits: Some(&limits), now };

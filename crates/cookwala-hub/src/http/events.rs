@@ -20,7 +20,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -29,32 +28,15 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use tokio::sync::{broadcast, watch};
 
-use crate::api::authorize;
-use crate::bus::LiveEvent;
 use crate::error::ApiError;
-use crate::hub::Hub;
+use crate::http::authorize;
+use crate::outbox::sse::{Filter, Stream};
+use crate::service::Hub;
 
-/// The event routes (merged into [`crate::app`]).
+/// The event routes (merged into [`crate::http::app`]).
 pub(crate) fn routes() -> Router<Hub> {
     Router::new().route("/v1/events", get(events)).route("/cookwala/v1/events", get(events))
-}
-
-/// How many outbox rows one read takes.
-const BATCH: usize = 256;
-
-#[derive(Clone, Debug, Default)]
-struct Filter {
-    type_prefix: Option<String>,
-    subject: Option<String>,
-}
-
-impl Filter {
-    fn admits(&self, ty: &str, subject: &str) -> bool {
-        self.type_prefix.as_deref().is_none_or(|p| ty.starts_with(p))
-            && self.subject.as_deref().is_none_or(|s| s == subject)
-    }
 }
 
 async fn events(
@@ -94,7 +76,7 @@ async fn events(
         committed: bus.committed(),
         live: bus.live(),
         closing: bus.closing(),
-        hub: hub.clone(),
+        storage: hub.inner.storage.clone(),
         position: start,
         filter,
         queue: VecDeque::new(),
@@ -106,66 +88,4 @@ async fn events(
     });
     let keep_alive = KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive");
     Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
-}
-
-struct Stream {
-    /// Its place among the open streams, freed when the stream is dropped.
-    _slot: crate::limits::StreamSlot,
-    hub: Hub,
-    position: u64,
-    filter: Filter,
-    queue: VecDeque<Event>,
-    committed: watch::Receiver<u64>,
-    live: broadcast::Receiver<Arc<LiveEvent>>,
-    closing: watch::Receiver<bool>,
-}
-
-/// True when `s` can go on an SSE field line (axum refuses newlines and NUL there).
-fn one_line(s: &str) -> bool {
-    !s.contains(['\n', '\r', '\0'])
-}
-
-impl Stream {
-    /// The next message, or `None` when the stream ends (shutdown or a storage failure; the
-    /// client reconnects with its `Last-Event-ID`).
-    async fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(event) = self.queue.pop_front() {
-                return Some(event);
-            }
-            if *self.closing.borrow() {
-                return None;
-            }
-            // Mark the current commit as seen before reading, so a commit after the read wakes
-            // the wait below.
-            self.committed.borrow_and_update();
-            let after = self.position;
-            let rows = self.hub.db(move |s| s.events_after(after, BATCH)).await.ok()?;
-            if let Some(last) = rows.last() {
-                self.position = last.position;
-                for row in rows.into_iter().filter(|r| self.filter.admits(&r.ty, &r.subject)) {
-                    let mut event = Event::default();
-                    if one_line(&row.id) {
-                        event = event.id(row.id);
-                    }
-                    if one_line(&row.ty) {
-                        event = event.event(row.ty);
-                    }
-                    self.queue.push_back(event.data(row.body));
-                }
-                continue;
-            }
-            tokio::select! {
-                changed = self.committed.changed() => changed.ok()?,
-                live = self.live.recv() => match live {
-                    Ok(ev) if self.filter.admits(ev.ty, &ev.subject) => {
-                        self.queue.push_back(Event::default().event(ev.ty).data(ev.body.as_str()));
-                    }
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                },
-                _ = self.closing.changed() => return None,
-            }
-        }
-    }
 }

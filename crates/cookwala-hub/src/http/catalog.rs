@@ -1,0 +1,36 @@
+//! The open catalog documents: the conformance claim and the well-known keys.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use canonical_json::{Map, Value};
+use cookwala::keys::KeySet;
+
+use crate::http::doc_response;
+use crate::service::Hub;
+
+/// `GET /v1/conformance` (open): the claim built at start-up.
+pub(crate) async fn conformance(State(hub): State<Hub>) -> Response {
+    doc_response(StatusCode::OK, &hub.inner.conformance)
+}
+
+/// The keys the hub publishes: its own record first, then the trusted ones.
+pub(crate) fn published_keys(hub: &Hub) -> KeySet {
+    let config = &hub.inner.config;
+    let mut keys = KeySet::new();
+    if let Some(k) = &config.key {
+        keys.push(k.record());
+    }
+    keys.extend(config.trusted_keys.clone());
+    keys
+}
+
+/// `GET /.well-known/cookwala.json` (open).
+pub(crate) async fn well_known(State(hub): State<Hub>) -> Response {
+    let mut m = Map::new();
+    m.insert("name".into(), "Cookwala hub (cookwala-rs)".into());
+    m.insert("core".into(), crate::http::tools::CORE_API_VERSION.into());
+    m.insert("keys".into(), published_keys(&hub).to_value());
+    m.insert("conformance".into(), "/v1/conformance".into());
+    crate::http::tools::json_response(StatusCode::OK, &Value::Object(m))
+}
