@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::outbox::Bus;
 
 mod bus;
+pub(crate) mod executions;
 pub(crate) mod recalls;
 mod webhooks;
 use crate::identity::HubKey;

@@ -1,0 +1,256 @@
+//! The execution routes: start, status, stop, resume and log (device-specific; see
+//! [`super::On`]).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+// ---- executions
+
+pub(super) async fn start(
+    State(hub): State<Hub>,
+    On(device): On,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let who = authenticate(&hub, &headers, Action::Cook)?;
+    let key = who.scoped_key(&require_key(&headers)?);
+    let doc = parse_object(&headers, &body)?;
+    let digest = request_digest(&format!("POST {}/v1/executions", device.route_prefix()), &body);
+    // 1. request fields.
+    for field in cookwala::precheck::REQUIRED {
+        if doc.get(field).is_none() {
+            return Err(ApiError::bad_request(format!("missing {field}")));
+        }
+    }
+    let id = str_field(&doc, "id")?.to_owned();
+    if !valid_execution_id(&id) {
+        return Err(ApiError::bad_request("id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{2,127}$"));
+    }
+    let recipe_ref = str_field(&doc, "recipe")?;
+    str_field(&doc, "recipeHash")?;
+    let requested_by = str_field(&doc, "requestedBy")?;
+    if who.role == Role::Agent && who.agent.as_deref() != Some(requested_by) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "this token speaks for {}; requestedBy is {requested_by}",
+                who.agent.as_deref().unwrap_or("no agent")
+            ),
+        ));
+    }
+    let body_key = str_field(&doc, "idempotencyKey")?;
+    if !(8..=128).contains(&body_key.chars().count()) {
+        return Err(ApiError::bad_request("idempotencyKey must be 8 to 128 characters"));
+    }
+    let human_present = match doc.get("x-hub-human-present") {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| ApiError::bad_request("x-hub-human-present must be a boolean"))?,
+    };
+    if human_present && !who.is_person() {
+        return Err(only_a_person(&who, "say that a person is present (x-hub-human-present)"));
+    }
+    // 2. version.
+    let core = str_field(&doc, "core")?;
+    if !core.starts_with("0.2.") {
+        let mut e = ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unsupported-version",
+            format!("core {core}; this hub speaks 0.2.x"),
+        );
+        e.refusal = Some(RefusalReason::UnsupportedVersion.as_str());
+        return Err(e);
+    }
+    // The rest of the document, with the types the Core schema gives it.
+    let report = cookwala::documents::validate(
+        &doc,
+        Some("ExecuteRequest"),
+        cookwala::vocab::Vocabulary::builtin(),
+    );
+    if !report.is_valid() {
+        return Err(ApiError::bad_request(format!(
+            "not a valid ExecuteRequest: {}",
+            issue_list(&report.errors)
+        )));
+    }
+    let answer = hub
+        .start(Start {
+            who: &who,
+            device: &device,
+            key,
+            digest,
+            doc: &doc,
+            id,
+            recipe_ref,
+            human_present,
+        })
+        .await?;
+    Ok(respond(answer, StatusCode::ACCEPTED))
+}
+
+/// The live execution `id` if it runs on `device`: `Ok(None)` when it is not live, a 404 when
+/// it runs on another device.
+pub(super) fn live_on<'a>(
+    live: &'a mut std::collections::BTreeMap<String, LiveRun>,
+    id: &str,
+    device: &Device,
+) -> Result<Option<&'a mut LiveRun>, ApiError> {
+    match live.get_mut(id) {
+        Some(run) if run.device != device.id => Err(elsewhere(id, Some(&run.device), device)),
+        found => Ok(found),
+    }
+}
+
+pub(super) async fn status(
+    State(hub): State<Hub>,
+    On(device): On,
+    headers: HeaderMap,
+    Path(ExecPath { id }): Path<ExecPath>,
+) -> Result<Response, ApiError> {
+    authorize(&hub, &headers)?;
+    // A final status never changes: answer from memory when it was read before.
+    if let Some((seq, body)) = hub.finals().get(&device.id, &id) {
+        return Ok(stored_status_response(seq, body));
+    }
+    {
+        let mut live = hub.inner.live.lock().await;
+        if let Some(run) = live_on(&mut live, &id, &device)? {
+            return Ok(status_response(StatusCode::OK, &run.status()));
+        }
+    }
+    // A stored status is already JCS: serve its bytes as they are.
+    let rec = stored_on(&hub, &id, &device).await?;
+    let body = axum::body::Bytes::from(rec.status);
+    if rec.is_final {
+        hub.finals().put(&device.id, &id, rec.seq, body.clone());
+    }
+    Ok(stored_status_response(rec.seq, body))
+}
+
+pub(super) fn stored_status_response(seq: u64, body: axum::body::Bytes) -> Response {
+    let mut res = (StatusCode::OK, body).into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(COOKWALA_JSON));
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{seq}\"")) {
+        h.insert(header::ETAG, v);
+    }
+    res
+}
+
+/// Stop: never refused for authorization, no `If-Match`; an `Idempotency-Key` is honoured when
+/// sent but its absence does not block a stop. Nor is a stop refused for the device in its
+/// path: execution ids are unique across devices, so a stop sent through another device's
+/// routes (a client that only knows `/v1`) stops the execution all the same.
+pub(super) async fn stop(
+    State(hub): State<Hub>,
+    On(device): On,
+    headers: HeaderMap,
+    Path(ExecPath { id }): Path<ExecPath>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let who = caller(&hub, &headers);
+    let key = idempotency_key(&headers).unwrap_or(None).map(|k| who.scoped_key(&k));
+    let route = format!("POST {}/v1/executions/{id}/stop", device.route_prefix());
+    let digest = request_digest(&route, &body);
+    let reason = canonical_json::parse(&body)
+        .ok()
+        .and_then(|v| v.get("reason").and_then(Value::as_str).map(str::to_owned))
+        .filter(|r| !r.is_empty() && r.chars().count() <= 200)
+        .unwrap_or_else(|| "requested".to_owned());
+    let key = key.map(|k| (k, digest));
+    Ok(respond(hub.stop(&id, &reason, key).await?, StatusCode::ACCEPTED))
+}
+
+pub(super) async fn current_status_stored(
+    hub: &Hub,
+    id: &str,
+    device: &Device,
+) -> Result<Value, ApiError> {
+    parse_stored(&stored_on(hub, id, device).await?.status)
+}
+
+pub(super) fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
+    let raw = headers.get(header::IF_MATCH).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "if-match-required",
+            "resume needs If-Match with the seq of the status you saw",
+        )
+    })?;
+    let text = raw.to_str().unwrap_or_default().trim();
+    let text = text.strip_prefix("W/").unwrap_or(text);
+    Ok(text.trim_matches('"').to_owned())
+}
+
+pub(super) async fn resume(
+    State(hub): State<Hub>,
+    On(device): On,
+    headers: HeaderMap,
+    Path(ExecPath { id }): Path<ExecPath>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let who = authenticate(&hub, &headers, Action::Cook)?;
+    let key = who.scoped_key(&require_key(&headers)?);
+    if !body.is_empty() {
+        parse_object(&headers, &body)?;
+    }
+    let mut live = hub.inner.live.lock().await;
+    let current = match live_on(&mut live, &id, &device)? {
+        Some(sim) => sim.status(),
+        None => current_status_stored(&hub, &id, &device).await?,
+    };
+    let if_match = parse_if_match(&headers)?;
+    let route = format!("POST {}/v1/executions/{id}/resume {if_match}", device.route_prefix());
+    let digest = request_digest(&route, &body);
+    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
+        return Ok(res);
+    }
+    let seq = current.get("seq").and_then(Value::as_i64).unwrap_or(-1);
+    if if_match != seq.to_string() {
+        return Err(ApiError::new(
+            StatusCode::PRECONDITION_FAILED,
+            "precondition-failed",
+            format!("seq is {seq}"),
+        ));
+    }
+    let state = current.get("state").and_then(Value::as_str).unwrap_or("unknown").to_owned();
+    let Some(sim) = live.get_mut(&id) else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "wrong-state",
+            format!("cannot resume an execution in state {state}"),
+        ));
+    };
+    if sim.state() == cookwala::execution::ExecutionState::NeedsHuman && !who.is_person() {
+        return Err(only_a_person(&who, "confirm a human step (resume from needs_human)"));
+    }
+    let (prev, incidents) = (sim.state(), sim.incidents().len());
+    // The answer is the status as it moved to `running`, even when the confirmed step then
+    // ended at once (the stored status, and the stream, show what followed).
+    let (events, status) = sim
+        .resume_by(Some(&who.label()))
+        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))?;
+    let change = hub.change(&id, sim, prev, &events, incidents);
+    let idempotency = Some(idem_record(&key, &digest, StatusCode::ACCEPTED, &status));
+    hub.commit(Commit { idempotency, ..change }, true).await?;
+    Ok(status_response(StatusCode::ACCEPTED, &status))
+}
+
+pub(super) async fn log(
+    State(hub): State<Hub>,
+    On(device): On,
+    headers: HeaderMap,
+    Path(ExecPath { id }): Path<ExecPath>,
+) -> Result<Response, ApiError> {
+    authorize(&hub, &headers)?;
+    let rec = stored_on(&hub, &id, &device).await?;
+    match (&rec.log, rec.is_final) {
+        (Some(text), true) => Ok(doc_response(StatusCode::OK, &parse_stored(text)?)),
+        _ => Err(ApiError::not_found(format!(
+            "execution {id} is {}; the log exists once the execution has ended",
+            rec.state
+        ))),
+    }
+}

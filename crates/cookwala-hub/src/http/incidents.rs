@@ -1,0 +1,75 @@
+//! `POST /v1/incidents`: anonymous incident reports, rate-limited per address when sent
+//! without a token.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+pub(super) async fn incident(
+    State(hub): State<Hub>,
+    extensions: axum::http::Extensions,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let who = caller(&hub, &headers);
+    // Anyone may report, so a caller without a token is counted per address.
+    if who.scope == "open" && !hub.inner.config.no_auth {
+        let addr = extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
+        let per_minute = hub.inner.config.incidents_per_minute;
+        let admitted = hub
+            .inner
+            .incident_rate
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .admit(addr, crate::clock::unix_ms(), per_minute);
+        if !admitted {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                format!("at most {per_minute} incident reports a minute from one address"),
+            ));
+        }
+    }
+    let key = who.scoped_key(&require_key(&headers)?);
+    let doc = parse_object(&headers, &body)?;
+    let digest = request_digest("POST /v1/incidents", &body);
+    let report = cookwala::documents::validate(
+        &doc,
+        Some("IncidentReport"),
+        cookwala::vocab::Vocabulary::builtin(),
+    );
+    if let Some(field) = crate::privacy::personal_field(&doc) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "personal-data",
+            format!("incident reports are anonymous: remove {field}"),
+        ));
+    }
+    if !report.is_valid() {
+        return Err(ApiError::bad_request(format!(
+            "not a valid IncidentReport: {}",
+            issue_list(&report.errors)
+        )));
+    }
+    if let Some(what) = crate::privacy::personal_text(&doc) {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "personal-data",
+            format!("incident reports are anonymous: the free text contains {what}"),
+        ));
+    }
+    let _guard = hub.inner.live.lock().await;
+    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
+        return Ok(res);
+    }
+    let id = doc.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let mut ack = Map::new();
+    ack.insert("received".into(), true.into());
+    ack.insert("id".into(), id.as_str().into());
+    let ack = Value::Object(ack);
+    let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &ack);
+    let text = jcs_text(&doc);
+    hub.db(move |s| s.add_incident(&id, &text, Some(&idem))).await?;
+    Ok(doc_response(StatusCode::ACCEPTED, &ack))
+}

@@ -1,0 +1,362 @@
+//! The execution operations: start (admission, then the simulation), stop. The only code that
+//! takes the hub's locks for them; the HTTP layer extracts, calls one operation, and responds.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use canonical_json::{Map, Value};
+use cookwala_sim::{SimEvent, Simulation};
+
+use crate::auth::{Principal, Role};
+use crate::error::ApiError;
+use crate::service::{Device, Hub, LiveRun, RunConfig, snapshot};
+use crate::storage::{Commit, ExecutionRecord, IdempotencyRecord, NewIncident, jcs_text};
+
+/// What an operation answers: a fresh document, or the stored answer of an earlier request
+/// with the same idempotency key.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// A new answer.
+    Fresh(Value),
+    /// The stored answer being replayed.
+    Replay(IdempotencyRecord),
+}
+
+/// A start the HTTP layer has read and checked (fields, version, shape).
+#[derive(Debug)]
+pub(crate) struct Start<'a> {
+    pub who: &'a Principal,
+    pub device: &'a Device,
+    /// The idempotency key, scoped to the principal.
+    pub key: String,
+    /// The request's digest (route and canonical body).
+    pub digest: String,
+    pub doc: &'a Value,
+    pub id: String,
+    pub recipe_ref: &'a str,
+    pub human_present: bool,
+}
+
+/// An idempotency record answering with `status` and `body`.
+pub(crate) fn idem_record(key: &str, digest: &str, status: u16, body: &Value) -> IdempotencyRecord {
+    IdempotencyRecord {
+        key: key.to_owned(),
+        digest: digest.to_owned(),
+        status,
+        body: jcs_text(body),
+    }
+}
+
+/// The stored answer `rec` if it answered this request (`digest`), a 422 when it answered
+/// another request, or `None`.
+pub(crate) fn answered(
+    rec: Option<IdempotencyRecord>,
+    digest: &str,
+) -> Result<Option<IdempotencyRecord>, ApiError> {
+    match rec {
+        Some(rec) if rec.digest == digest => Ok(Some(rec)),
+        Some(_) => Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency-key-reused",
+            "this Idempotency-Key was already used with a different request",
+        )),
+        None => Ok(None),
+    }
+}
+
+fn parse_stored(text: &str) -> Result<Value, ApiError> {
+    canonical_json::parse(text.as_bytes()).map_err(|e| ApiError::internal(&e))
+}
+
+fn seed_for(id: &str) -> u64 {
+    let hex = canonical_json::digest::sha256_hex(id.as_bytes());
+    // 53 bits, so the seed stays a JCS-safe integer wherever the log shows it.
+    u64::from_str_radix(hex.get(..16).unwrap_or("1"), 16).unwrap_or(1) & ((1 << 53) - 1)
+}
+
+/// Holds an idempotency key while its request is answered; dropping it lets waiting repeats
+/// read the stored answer.
+pub(crate) struct KeyHold {
+    hub: Hub,
+    key: String,
+}
+
+impl Drop for KeyHold {
+    fn drop(&mut self) {
+        if let Some(n) = self.hub.reserved().keys.remove(&self.key) {
+            n.notify_waiters();
+        }
+    }
+}
+
+/// Takes `key`, waiting while another request holds it (until that request has stored its
+/// answer or failed).
+async fn hold_key(hub: &Hub, key: &str) -> KeyHold {
+    loop {
+        let holder = {
+            let mut r = hub.reserved();
+            let holder = r.keys.get(key).cloned();
+            if holder.is_none() {
+                r.keys.insert(key.to_owned(), Arc::new(tokio::sync::Notify::new()));
+            }
+            holder
+        };
+        let Some(notify) = holder else {
+            return KeyHold { hub: hub.clone(), key: key.to_owned() };
+        };
+        // `notified()` registers at creation, so a release after this point wakes us.
+        let woken = notify.notified();
+        let still_held = hub.reserved().keys.get(key).is_some_and(|n| Arc::ptr_eq(n, &notify));
+        if still_held {
+            woken.await;
+        }
+    }
+}
+
+impl Hub {
+    /// The stored answer for the scoped `key`, if it answered this request (`digest`); a 422
+    /// when the key answered another request.
+    pub(crate) async fn stored_answer(
+        &self,
+        key: &str,
+        digest: &str,
+    ) -> Result<Option<IdempotencyRecord>, ApiError> {
+        let k = key.to_owned();
+        answered(self.db(move |s| s.idempotency(&k)).await?, digest)
+    }
+
+    /// Applies `op` to the live run `id` and returns the commit that persists what it changed
+    /// (the status, its events, the incidents it recorded), with what `op` returned.
+    pub(crate) fn apply<T, E>(
+        &self,
+        id: &str,
+        run: &mut LiveRun,
+        op: impl FnOnce(&mut Simulation) -> Result<(Vec<SimEvent>, T), E>,
+    ) -> Result<(Commit, T), E> {
+        let (prev, incidents) = (run.state(), run.incidents().len());
+        let (events, out) = op(&mut run.sim)?;
+        Ok((self.change(id, run, prev, &events, incidents), out))
+    }
+
+    /// Stops execution `id`, never refused: a live one is stopped safely, an ended one answers
+    /// with its final status. `key` is the scoped idempotency key and the request digest.
+    ///
+    /// # Errors
+    /// No such execution (404), a reused key (422), the storage fails.
+    pub(crate) async fn stop(
+        &self,
+        id: &str,
+        reason: &str,
+        key: Option<(String, String)>,
+    ) -> Result<Answer, ApiError> {
+        let mut live = self.inner.live.lock().await;
+        if let Some((k, digest)) = &key
+            && let Some(rec) = self.stored_answer(k, digest).await?
+        {
+            return Ok(Answer::Replay(rec));
+        }
+        let (status, change) = match live.get_mut(id) {
+            Some(run) => {
+                let (change, ()) =
+                    self.apply(id, run, |sim| Ok::<_, ApiError>((sim.stop(reason), ())))?;
+                (run.status(), Some(change))
+            }
+            None => {
+                let lookup = id.to_owned();
+                match self.db(move |s| s.execution(&lookup)).await? {
+                    Some(rec) => (parse_stored(&rec.status)?, None),
+                    None => return Err(ApiError::not_found(format!("no execution {id}"))),
+                }
+            }
+        };
+        let idempotency = key.as_ref().map(|(k, d)| idem_record(k, d, 202, &status));
+        let commit = match change {
+            Some(c) => Commit { idempotency, ..c },
+            None => Commit { idempotency, ..Commit::default() },
+        };
+        self.commit(commit, true).await?;
+        live.retain(|_, sim| !sim.is_final());
+        Ok(Answer::Fresh(status))
+    }
+
+    /// Starts an execution: admission (prechecks, then the dry run with the limits the device
+    /// enforces), then the simulation built from it, committed with its idempotency record,
+    /// findings and events.
+    ///
+    /// # Errors
+    /// A duplicate id (409), a reused key (422), the storage fails.
+    pub(crate) async fn start(&self, req: Start<'_>) -> Result<Answer, ApiError> {
+        let Start { who, device, key, digest, doc, id, recipe_ref, human_present } = req;
+        // A repeat gets the original answer; a repeat arriving while the original is still being
+        // committed waits for it. From here on this request holds the key.
+        let key_hold = hold_key(self, &key).await;
+        // One read for both: the key's stored answer (a holder that finished has stored it before
+        // letting go) and whether the id is already stored.
+        let (k, lookup) = (key.clone(), id.clone());
+        let (previous, stored) =
+            self.db(move |s| Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some()))).await?;
+        if let Some(rec) = answered(previous, &digest)? {
+            return Ok(Answer::Replay(rec));
+        }
+        // 3. duplicate id (on any device): stored, live, or being created right now.
+        let live = self.inner.live.lock().await;
+        if stored || live.contains_key(&id) || self.reserved().ids.contains(&id) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "conflict",
+                format!("execution {id} already exists"),
+            ));
+        }
+        // 4.–9. prechecks (recipe, hash, recall, mandate, allergens, busy), then the dry run.
+        let catalog = &self.inner.config.catalog;
+        let recipe_id = catalog
+            .recipe_id(recipe_ref)
+            .unwrap_or_else(|| cookwala::precheck::ref_id(recipe_ref))
+            .to_owned();
+        let recipe = catalog.recipe(&recipe_id).cloned();
+        let now_ms = crate::clock::unix_ms();
+        let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
+            .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
+        let recalls = crate::service::recalls::blocking(&self.recalls());
+        let empty = Value::Object(Map::new());
+        let context = cookwala::precheck::Context {
+            request: doc,
+            recipe: recipe.as_ref(),
+            recalls: &recalls,
+            // An agent's mandate must carry a principal signature the hub can verify; a person's
+            // request is checked when the hub has trusted keys to check it with.
+            keys: (who.role == Role::Agent || !self.inner.config.trusted_keys.is_empty())
+                .then_some(&self.inner.config.trusted_keys),
+            confirmed: &[],
+            busy: live.values().any(|r| r.device == device.id)
+                || self.reserved().devices.get(&device.id).is_some_and(|n| *n > 0),
+            now,
+        };
+        // One decision: prechecks, then the dry run with the limits this device enforces.
+        let admission = cookwala::admission::admit(
+            cookwala::vocab::Vocabulary::builtin(),
+            &cookwala::admission::Request {
+                precheck: Some(context),
+                recipe: recipe.as_ref().unwrap_or(&empty),
+                device: &device.doc,
+                pack: catalog.pack(),
+                narrowing: device.extra_limits.as_ref(),
+                human_present,
+                allow_model: true,
+                now,
+            },
+        )
+        .map_err(|e| match e {
+            cookwala::admission::AdmissionError::Request(why) => ApiError::bad_request(why),
+            other => ApiError::internal(&other),
+        })?;
+        let run = RunConfig {
+            recipe: recipe_id.clone(),
+            device: device.id.clone(),
+            human_present,
+            seed: seed_for(&id),
+            start_unix_ms: now_ms,
+            time_scale: self.time_scale(),
+        };
+        let recipe_doc = recipe
+            .as_ref()
+            .map(|r| self.inner.recipe_jcs.get(&recipe_id).cloned().unwrap_or_else(|| jcs_text(r)));
+        let mut config = cookwala_sim::SimConfig::new(
+            recipe.unwrap_or_else(|| Value::Object(Map::new())),
+            device.doc.clone(),
+        );
+        // The device's own pack: the simulator enforces what `/v1/safety-limits` serves.
+        config.extra_limits.clone_from(&device.extra_limits);
+        config.human_present = human_present;
+        config.seed = run.seed;
+        config.start_unix_ms = now_ms;
+        config.time_scale = self.time_scale();
+        config.pack = Some(catalog.pack().clone());
+        config.execution_id = id.clone();
+        config.request_id = id.clone();
+        // The simulator is built from the admission; it does not decide again.
+        config.refusal = admission.refusal().cloned();
+        config.plan = Some(admission.plan().to_vec());
+        config.faults.clone_from(&self.inner.config.sim_faults);
+        let sim = Simulation::new(config).map_err(|e| ApiError::internal(&e))?;
+        // The start answer carries the plan the hub accepted (`x-hub-plan`, as the upstream hub
+        // sends it and its clients read it); later statuses do not repeat it.
+        let mut status = sim.status();
+        if !sim.plan().is_empty()
+            && let Some(m) = status.as_object_mut()
+        {
+            let plan = sim.plan().iter().map(cookwala_sim::PlanStep::to_value).collect();
+            m.insert("x-hub-plan".into(), Value::Array(plan));
+        }
+        let snap = snapshot(&id, &sim);
+        let rec = ExecutionRecord {
+            id: id.clone(),
+            request: jcs_text(doc),
+            config: jcs_text(&run.to_value()),
+            status: snap.status,
+            seq: snap.seq,
+            state: snap.state,
+            is_final: snap.is_final,
+            log: snap.log,
+            recipe_doc,
+            device_doc: Some(device.doc_jcs.clone()),
+            limits_doc: device.extra_limits_jcs.clone(),
+        };
+        let idem = idem_record(&key, &digest, 202, &status);
+        let incidents: Vec<NewIncident> = admission
+            .findings
+            .iter()
+            .map(|f| {
+                let mut m = Map::new();
+                m.insert("kind".into(), "HubFinding".into());
+                m.insert("incident".into(), f.incident.as_str().into());
+                m.insert("location".into(), f.location.as_str().into());
+                m.insert("action".into(), f.action.as_str().into());
+                m.insert("execution".into(), id.as_str().into());
+                NewIncident { id: id.clone(), body: jcs_text(&Value::Object(m)) }
+            })
+            .collect();
+        let events = self.created_events(&id, &device.id, &sim);
+        let commit = Commit {
+            create: Some(rec),
+            idempotency: Some(idem),
+            incidents,
+            events,
+            ..Commit::default()
+        };
+        // Reserve the id (and the device, for an accepted execution), then commit outside the
+        // lock so concurrent starts share one fsync. The rest runs in its own task: a client that
+        // hangs up must not leave a stored execution without its simulation.
+        let accepted = !sim.is_final();
+        {
+            let mut r = self.reserved();
+            r.ids.insert(id.clone());
+            if accepted {
+                *r.devices.entry(device.id.clone()).or_default() += 1;
+            }
+        }
+        drop(live);
+        let device_id = device.id.clone();
+        let task_hub = self.clone();
+        let finish = tokio::spawn(async move {
+            let hub = task_hub;
+            let res = hub.commit(commit, false).await;
+            let mut live = hub.inner.live.lock().await;
+            if res.is_ok() && accepted {
+                live.insert(id.clone(), LiveRun { device: device_id.clone(), sim });
+            }
+            {
+                let mut r = hub.reserved();
+                r.ids.remove(&id);
+                if accepted && let Some(n) = r.devices.get_mut(&device_id) {
+                    *n = n.saturating_sub(1);
+                }
+            }
+            drop(live);
+            drop(key_hold);
+            res
+        });
+        finish.await??;
+        Ok(Answer::Fresh(status))
+    }
+}
