@@ -30,10 +30,7 @@ pub(super) async fn devices(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    let live: Vec<(String, String)> = {
-        let live = hub.inner.live.lock().await;
-        live.iter().map(|(id, run)| (id.clone(), run.device.clone())).collect()
-    };
+    let live = hub.live_executions().await;
     let root = hub.root_device();
     let others = hub.inner.devices.values().filter(|d| !d.root);
     let list = std::iter::once(&root)

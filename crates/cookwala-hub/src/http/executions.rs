@@ -90,19 +90,6 @@ pub(super) async fn start(
     Ok(respond(answer, StatusCode::ACCEPTED))
 }
 
-/// The live execution `id` if it runs on `device`: `Ok(None)` when it is not live, a 404 when
-/// it runs on another device.
-pub(super) fn live_on<'a>(
-    live: &'a mut std::collections::BTreeMap<String, LiveRun>,
-    id: &str,
-    device: &Device,
-) -> Result<Option<&'a mut LiveRun>, ApiError> {
-    match live.get_mut(id) {
-        Some(run) if run.device != device.id => Err(elsewhere(id, Some(&run.device), device)),
-        found => Ok(found),
-    }
-}
-
 pub(super) async fn status(
     State(hub): State<Hub>,
     On(device): On,
@@ -114,11 +101,8 @@ pub(super) async fn status(
     if let Some((seq, body)) = hub.finals().get(&device.id, &id) {
         return Ok(stored_status_response(seq, body));
     }
-    {
-        let mut live = hub.inner.live.lock().await;
-        if let Some(run) = live_on(&mut live, &id, &device)? {
-            return Ok(status_response(StatusCode::OK, &run.status()));
-        }
+    if let Some(status) = hub.live_status(&id, &device).await? {
+        return Ok(status_response(StatusCode::OK, &status));
     }
     // A stored status is already JCS: serve its bytes as they are.
     let rec = stored_on(&hub, &id, &device).await?;
@@ -163,14 +147,6 @@ pub(super) async fn stop(
     Ok(respond(hub.stop(&id, &reason, key).await?, StatusCode::ACCEPTED))
 }
 
-pub(super) async fn current_status_stored(
-    hub: &Hub,
-    id: &str,
-    device: &Device,
-) -> Result<Value, ApiError> {
-    parse_stored(&stored_on(hub, id, device).await?.status)
-}
-
 pub(super) fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
     let raw = headers.get(header::IF_MATCH).ok_or_else(|| {
         ApiError::new(
@@ -196,46 +172,9 @@ pub(super) async fn resume(
     if !body.is_empty() {
         parse_object(&headers, &body)?;
     }
-    let mut live = hub.inner.live.lock().await;
-    let current = match live_on(&mut live, &id, &device)? {
-        Some(sim) => sim.status(),
-        None => current_status_stored(&hub, &id, &device).await?,
-    };
-    let if_match = parse_if_match(&headers)?;
-    let route = format!("POST {}/v1/executions/{id}/resume {if_match}", device.route_prefix());
-    let digest = request_digest(&route, &body);
-    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
-        return Ok(res);
-    }
-    let seq = current.get("seq").and_then(Value::as_i64).unwrap_or(-1);
-    if if_match != seq.to_string() {
-        return Err(ApiError::new(
-            StatusCode::PRECONDITION_FAILED,
-            "precondition-failed",
-            format!("seq is {seq}"),
-        ));
-    }
-    let state = current.get("state").and_then(Value::as_str).unwrap_or("unknown").to_owned();
-    let Some(sim) = live.get_mut(&id) else {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "wrong-state",
-            format!("cannot resume an execution in state {state}"),
-        ));
-    };
-    if sim.state() == cookwala::execution::ExecutionState::NeedsHuman && !who.is_person() {
-        return Err(only_a_person(&who, "confirm a human step (resume from needs_human)"));
-    }
-    let (prev, incidents) = (sim.state(), sim.incidents().len());
-    // The answer is the status as it moved to `running`, even when the confirmed step then
-    // ended at once (the stored status, and the stream, show what followed).
-    let (events, status) = sim
-        .resume_by(Some(&who.label()))
-        .map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))?;
-    let change = hub.change(&id, sim, prev, &events, incidents);
-    let idempotency = Some(idem_record(&key, &digest, StatusCode::ACCEPTED, &status));
-    hub.commit(Commit { idempotency, ..change }, true).await?;
-    Ok(status_response(StatusCode::ACCEPTED, &status))
+    let if_match = parse_if_match(&headers);
+    let answer = hub.resume(&who, &device, &id, key, if_match, &body).await?;
+    Ok(respond(answer, StatusCode::ACCEPTED))
 }
 
 pub(super) async fn log(

@@ -59,17 +59,5 @@ pub(super) async fn incident(
             format!("incident reports are anonymous: the free text contains {what}"),
         ));
     }
-    let _guard = hub.inner.live.lock().await;
-    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
-        return Ok(res);
-    }
-    let id = doc.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let mut ack = Map::new();
-    ack.insert("received".into(), true.into());
-    ack.insert("id".into(), id.as_str().into());
-    let ack = Value::Object(ack);
-    let idem = idem_record(&key, &digest, StatusCode::ACCEPTED, &ack);
-    let text = jcs_text(&doc);
-    hub.db(move |s| s.add_incident(&id, &text, Some(&idem))).await?;
-    Ok(doc_response(StatusCode::ACCEPTED, &ack))
+    Ok(respond(hub.report_incident(key, digest, &doc).await?, StatusCode::ACCEPTED))
 }

@@ -32,10 +32,10 @@ mod executions;
 mod incidents;
 pub(crate) mod recalls;
 pub(crate) mod tools;
-use crate::service::executions::{Answer, Start};
-use crate::service::{Device, Hub, LiveRun, RunConfig};
+use crate::service::executions::{Answer, Start, only_a_person, request_digest, stored_on};
+use crate::service::{Device, Hub};
+use crate::storage::IdempotencyRecord;
 use crate::storage::jcs_text;
-use crate::storage::{Commit, ExecutionRecord, IdempotencyRecord};
 
 use documents::{capabilities, devices, openapi, safety_limits};
 use executions::{log, resume, start, status, stop};
@@ -141,41 +141,6 @@ struct ExecPath {
     id: String,
 }
 
-/// The device an execution was started on (its stored run configuration; `None` for a record
-/// that cannot be read).
-fn device_of(rec: &ExecutionRecord) -> Option<String> {
-    RunConfig::from_text(&rec.config).map(|r| r.device)
-}
-
-/// The 404 for an execution that is not on `device`; it names the device that has it.
-fn elsewhere(id: &str, other: Option<&str>, device: &Device) -> ApiError {
-    match other {
-        Some(d) => ApiError::not_found(format!(
-            "execution {id} is not on device {} (it is on {d}: /devices/{d}/v1/executions/{id})",
-            device.id
-        )),
-        None => ApiError::not_found(format!("no execution {id}")),
-    }
-}
-
-/// The stored execution `id` if it belongs to `device`; a 404 otherwise.
-async fn stored_on(hub: &Hub, id: &str, device: &Device) -> Result<ExecutionRecord, ApiError> {
-    let lookup = id.to_owned();
-    let rec = hub
-        .db(move |s| s.execution(&lookup))
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
-    // A record whose run configuration cannot be read cannot be placed: every device
-    // serves it rather than none. An execution of a device this hub no longer serves (a
-    // restart without its `--bundle`) is read at the root.
-    match device_of(&rec) {
-        Some(d) if d == device.id => Ok(rec),
-        Some(d) if device.root && hub.find_device(&d).is_none() => Ok(rec),
-        Some(d) => Err(elsewhere(id, Some(&d), device)),
-        None => Ok(rec),
-    }
-}
-
 pub(crate) fn doc_response(status: StatusCode, body: &Value) -> Response {
     let mut res = (status, jcs_text(body)).into_response();
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(COOKWALA_JSON));
@@ -268,19 +233,6 @@ pub(crate) fn authenticate(
     Ok(who)
 }
 
-/// The 403 for a principal that is not a person asking to act as one.
-fn only_a_person(who: &Principal, what: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        format!(
-            "only a person (an owner or cook token) may {what}; the token {:?} has the role {}",
-            who.name,
-            who.role.as_str()
-        ),
-    )
-}
-
 /// 401 unless the request carries a token that may read.
 pub(crate) fn authorize(hub: &Hub, headers: &HeaderMap) -> Result<(), ApiError> {
     authenticate(hub, headers, Action::Read).map(|_| ())
@@ -335,37 +287,6 @@ pub(crate) fn parse_object(headers: &HeaderMap, body: &[u8]) -> Result<Value, Ap
         return Err(ApiError::bad_request("body must be a JSON object"));
     }
     Ok(doc)
-}
-
-/// `sha256:<hex>` of the route and the canonical body (raw bytes if the body is not JSON).
-pub(crate) fn request_digest(route: &str, body: &[u8]) -> String {
-    let mut bytes = route.as_bytes().to_vec();
-    bytes.push(b'\n');
-    match canonical_json::parse(body).ok().and_then(|v| canonical_json::to_jcs(&v).ok()) {
-        Some(canon) => bytes.extend_from_slice(&canon),
-        None => bytes.extend_from_slice(body),
-    }
-    format!("sha256:{}", canonical_json::digest::sha256_hex(&bytes))
-}
-
-/// The stored answer for the scoped `key` replayed, a 422 when the key was used for another
-/// request, or `None`.
-pub(crate) async fn lookup_key(
-    hub: &Hub,
-    key: &str,
-    digest: &str,
-) -> Result<Option<Response>, ApiError> {
-    Ok(hub.stored_answer(key, digest).await?.as_ref().map(replay))
-}
-
-/// An idempotency record answering with `status` and `body`.
-pub(crate) fn idem_record(
-    key: &str,
-    digest: &str,
-    status: StatusCode,
-    body: &Value,
-) -> IdempotencyRecord {
-    crate::service::executions::idem_record(key, digest, status.as_u16(), body)
 }
 
 /// The response for an operation's answer: `code` with the document (and its `ETag`), or

@@ -17,19 +17,14 @@ use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use canonical_json::{Map, Value};
-use cookwala::precheck::recall_covers;
+use canonical_json::Value;
 use cookwala::signature::{SignedKind, verify_signature};
 
 use crate::auth::Action;
 use crate::error::ApiError;
-use crate::http::{
-    authenticate, doc_response, idem_record, lookup_key, parse_object, request_digest, require_key,
-};
+use crate::http::{authenticate, doc_response, parse_object, request_digest, require_key, respond};
+use crate::service::Hub;
 use crate::service::recalls::{issued_ms, timestamp_ms};
-use crate::service::{Hub, recipe_of};
-use crate::storage::jcs_text;
-use crate::storage::{Commit, NewRecall};
 
 /// `?since=`.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -94,54 +89,8 @@ pub(crate) async fn publish(
     let id = doc.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
     let issued = issued_ms(&doc)
         .ok_or_else(|| ApiError::bad_request("issuedAt must be an RFC 3339 date-time"))?;
-    let mut live = hub.inner.live.lock().await;
-    if let Some(res) = lookup_key(&hub, &key, &digest).await? {
-        return Ok(res);
+    match hub.publish_recall(key, digest, doc, id, issued).await? {
+        (true, answer) => Ok(respond(answer, StatusCode::CREATED)),
+        (false, answer) => Ok(respond(answer, StatusCode::OK)),
     }
-    if let Some(existing) =
-        hub.recalls().into_iter().find(|r| r.get("id").and_then(Value::as_str) == Some(&id))
-    {
-        if existing.loose_eq(&doc) {
-            return Ok(doc_response(StatusCode::OK, &existing));
-        }
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "conflict",
-            format!("recall {id} is already published with other content; publish a new id"),
-        ));
-    }
-    let stops = doc.get("action").and_then(Value::as_str) == Some("block_and_stop_running");
-    let mut commit = Commit::default();
-    let mut stopped = Vec::new();
-    if stops {
-        for (exec_id, sim) in live.iter_mut() {
-            let lookup = exec_id.clone();
-            let Some(rec) = hub.db(move |s| s.execution(&lookup)).await? else { continue };
-            // The recipe the execution runs: the one stored with it (the catalog's for a row
-            // from before the documents were stored).
-            let Some(recipe) = recipe_of(&rec, &hub.inner.config.catalog) else { continue };
-            let held = canonical_json::digest::document_hash(&recipe).unwrap_or_default();
-            if recall_covers(&doc, &recipe, &held) {
-                let (prev, incidents) = (sim.state(), sim.incidents().len());
-                let events = sim.stop(&format!("recall {id}"));
-                commit.absorb(hub.change(exec_id, sim, prev, &events, incidents));
-                stopped.push(Value::from(exec_id.as_str()));
-            }
-        }
-    }
-    let mut ack = Map::new();
-    ack.insert("published".into(), id.as_str().into());
-    ack.insert("stopped".into(), Value::Array(stopped));
-    let ack = Value::Object(ack);
-    commit.idempotency = Some(idem_record(&key, &digest, StatusCode::CREATED, &ack));
-    commit.recall = Some(NewRecall { id, issued_ms: issued, body: jcs_text(&doc) });
-    commit.events.push(crate::outbox::events::to_new(&crate::outbox::events::recall(
-        &doc,
-        crate::clock::unix_ms(),
-    )));
-    // The stops are already made in memory: their events are kept and retried if this fails.
-    hub.commit(commit, true).await?;
-    live.retain(|_, sim| !sim.is_final());
-    hub.push_recall(doc);
-    Ok(doc_response(StatusCode::CREATED, &ack))
 }

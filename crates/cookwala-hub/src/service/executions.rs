@@ -64,6 +64,30 @@ pub(crate) fn answered(
     }
 }
 
+/// `sha256:<hex>` of the route and the canonical body (raw bytes if the body is not JSON).
+pub(crate) fn request_digest(route: &str, body: &[u8]) -> String {
+    let mut bytes = route.as_bytes().to_vec();
+    bytes.push(b'\n');
+    match canonical_json::parse(body).ok().and_then(|v| canonical_json::to_jcs(&v).ok()) {
+        Some(canon) => bytes.extend_from_slice(&canon),
+        None => bytes.extend_from_slice(body),
+    }
+    format!("sha256:{}", canonical_json::digest::sha256_hex(&bytes))
+}
+
+/// The 403 for a principal that is not a person asking to act as one.
+pub(crate) fn only_a_person(who: &Principal, what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        format!(
+            "only a person (an owner or cook token) may {what}; the token {:?} has the role {}",
+            who.name,
+            who.role.as_str()
+        ),
+    )
+}
+
 fn parse_stored(text: &str) -> Result<Value, ApiError> {
     canonical_json::parse(text.as_bytes()).map_err(|e| ApiError::internal(&e))
 }
@@ -91,7 +115,7 @@ impl Drop for KeyHold {
 
 /// Takes `key`, waiting while another request holds it (until that request has stored its
 /// answer or failed).
-async fn hold_key(hub: &Hub, key: &str) -> KeyHold {
+pub(crate) async fn hold_key(hub: &Hub, key: &str) -> KeyHold {
     loop {
         let holder = {
             let mut r = hub.reserved();
@@ -111,6 +135,68 @@ async fn hold_key(hub: &Hub, key: &str) -> KeyHold {
             woken.await;
         }
     }
+}
+
+// ---- where an execution is
+
+/// The device an execution was started on (its stored run configuration; `None` for a record
+/// that cannot be read).
+pub(crate) fn device_of(rec: &ExecutionRecord) -> Option<String> {
+    RunConfig::from_text(&rec.config).map(|r| r.device)
+}
+
+/// The 404 for an execution that is not on `device`; it names the device that has it.
+pub(crate) fn elsewhere(id: &str, other: Option<&str>, device: &Device) -> ApiError {
+    match other {
+        Some(d) => ApiError::not_found(format!(
+            "execution {id} is not on device {} (it is on {d}: /devices/{d}/v1/executions/{id})",
+            device.id
+        )),
+        None => ApiError::not_found(format!("no execution {id}")),
+    }
+}
+
+/// The stored execution `id` if it belongs to `device`; a 404 otherwise.
+pub(crate) async fn stored_on(
+    hub: &Hub,
+    id: &str,
+    device: &Device,
+) -> Result<ExecutionRecord, ApiError> {
+    let lookup = id.to_owned();
+    let rec = hub
+        .db(move |s| s.execution(&lookup))
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
+    // A record whose run configuration cannot be read cannot be placed: every device
+    // serves it rather than none. An execution of a device this hub no longer serves (a
+    // restart without its `--bundle`) is read at the root.
+    match device_of(&rec) {
+        Some(d) if d == device.id => Ok(rec),
+        Some(d) if device.root && hub.find_device(&d).is_none() => Ok(rec),
+        Some(d) => Err(elsewhere(id, Some(&d), device)),
+        None => Ok(rec),
+    }
+}
+
+/// The live execution `id` if it runs on `device`: `Ok(None)` when it is not live, a 404 when
+/// it runs on another device.
+pub(crate) fn live_on<'a>(
+    live: &'a mut std::collections::BTreeMap<String, LiveRun>,
+    id: &str,
+    device: &Device,
+) -> Result<Option<&'a mut LiveRun>, ApiError> {
+    match live.get_mut(id) {
+        Some(run) if run.device != device.id => Err(elsewhere(id, Some(&run.device), device)),
+        found => Ok(found),
+    }
+}
+
+pub(crate) async fn current_status_stored(
+    hub: &Hub,
+    id: &str,
+    device: &Device,
+) -> Result<Value, ApiError> {
+    parse_stored(&stored_on(hub, id, device).await?.status)
 }
 
 impl Hub {
@@ -357,6 +443,83 @@ impl Hub {
             res
         });
         finish.await??;
+        Ok(Answer::Fresh(status))
+    }
+
+    /// The status of `id` if it is live on `device` (`None` when it is not live; a 404 when it
+    /// runs on another device).
+    ///
+    /// # Errors
+    /// The execution runs on another device.
+    pub(crate) async fn live_status(
+        &self,
+        id: &str,
+        device: &Device,
+    ) -> Result<Option<Value>, ApiError> {
+        let mut live = self.inner.live.lock().await;
+        Ok(live_on(&mut live, id, device)?.map(|run| run.status()))
+    }
+
+    /// The live executions and the device each runs on.
+    pub(crate) async fn live_executions(&self) -> Vec<(String, String)> {
+        let live = self.inner.live.lock().await;
+        live.iter().map(|(id, run)| (id.clone(), run.device.clone())).collect()
+    }
+
+    /// Resumes `id` from `paused`, or confirms a human step (`needs_human`, a person only),
+    /// checked against `If-Match` (`if_match`, the seq the caller saw).
+    ///
+    /// # Errors
+    /// 404 (no such execution or another device's), 412 (stale seq), 428 (no `If-Match`), 403
+    /// (not a person confirming a person), 409 (not resumable), 422 (a reused key).
+    pub(crate) async fn resume(
+        &self,
+        who: &Principal,
+        device: &Device,
+        id: &str,
+        key: String,
+        if_match: Result<String, ApiError>,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
+        let mut live = self.inner.live.lock().await;
+        let current = match live_on(&mut live, id, device)? {
+            Some(sim) => sim.status(),
+            None => current_status_stored(self, id, device).await?,
+        };
+        let if_match = if_match?;
+        let route = format!("POST {}/v1/executions/{id}/resume {if_match}", device.route_prefix());
+        let digest = request_digest(&route, body);
+        if let Some(rec) = self.stored_answer(&key, &digest).await? {
+            return Ok(Answer::Replay(rec));
+        }
+        let seq = current.get("seq").and_then(Value::as_i64).unwrap_or(-1);
+        if if_match != seq.to_string() {
+            return Err(ApiError::new(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition-failed",
+                format!("seq is {seq}"),
+            ));
+        }
+        let state = current.get("state").and_then(Value::as_str).unwrap_or("unknown").to_owned();
+        let Some(sim) = live.get_mut(id) else {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "wrong-state",
+                format!("cannot resume an execution in state {state}"),
+            ));
+        };
+        if sim.state() == cookwala::execution::ExecutionState::NeedsHuman && !who.is_person() {
+            return Err(only_a_person(who, "confirm a human step (resume from needs_human)"));
+        }
+        // The answer is the status as it moved to `running`, even when the confirmed step then
+        // ended at once (the stored status, and the stream, show what followed).
+        let label = who.label();
+        let (change, status) = self.apply(id, sim, |sim| {
+            sim.resume_by(Some(&label))
+                .map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))
+        })?;
+        let idempotency = Some(idem_record(&key, &digest, 202, &status));
+        self.commit(Commit { idempotency, ..change }, true).await?;
         Ok(Answer::Fresh(status))
     }
 }

@@ -14,6 +14,7 @@ use crate::outbox::Bus;
 
 mod bus;
 pub(crate) mod executions;
+mod incidents;
 pub(crate) mod recalls;
 mod webhooks;
 use crate::identity::HubKey;

@@ -20,3 +20,101 @@ pub(crate) fn blocking(all: &[Value]) -> Vec<Value> {
         .cloned()
         .collect()
 }
+
+impl crate::service::Hub {
+    /// Publishes a Recall the HTTP layer has checked (shape, signature, `issuedAt`): stored with
+    /// its event, and, for `block_and_stop_running`, every live execution of a recipe it covers
+    /// stopped safely in the same commit. Returns whether it was new (`false`: the same recall
+    /// was already published, and is answered as it is) and the answer.
+    ///
+    /// The records of the live executions are read before the hub's lock is taken, so no
+    /// storage read happens under it (only the commit, as for every change).
+    ///
+    /// # Errors
+    /// The id is published with other content (409), a reused key (422), the storage fails.
+    pub(crate) async fn publish_recall(
+        &self,
+        key: String,
+        digest: String,
+        doc: Value,
+        id: String,
+        issued: i64,
+    ) -> Result<(bool, crate::service::executions::Answer), crate::error::ApiError> {
+        use crate::service::executions::{Answer, hold_key, idem_record};
+        use crate::storage::{Commit, NewRecall, jcs_text};
+        let _hold = hold_key(self, &key).await;
+        if let Some(rec) = self.stored_answer(&key, &digest).await? {
+            return Ok((true, Answer::Replay(rec)));
+        }
+        let stops = doc.get("action").and_then(Value::as_str) == Some("block_and_stop_running");
+        // Which live executions run a recipe the recall covers, decided outside the lock.
+        let mut covered = Vec::new();
+        if stops {
+            let ids: Vec<String> =
+                self.live_executions().await.into_iter().map(|(id, _)| id).collect();
+            let records = self
+                .db(move |s| {
+                    let mut out = Vec::new();
+                    for id in &ids {
+                        out.extend(s.execution(id)?);
+                    }
+                    Ok(out)
+                })
+                .await?;
+            for rec in &records {
+                // The recipe the execution runs: the one stored with it (the catalog's for a
+                // row from before the documents were stored).
+                let Some(recipe) = crate::service::recipe_of(rec, &self.inner.config.catalog)
+                else {
+                    continue;
+                };
+                let held = canonical_json::digest::document_hash(&recipe).unwrap_or_default();
+                if cookwala::precheck::recall_covers(&doc, &recipe, &held) {
+                    covered.push(rec.id.clone());
+                }
+            }
+        }
+        let mut live = self.inner.live.lock().await;
+        if let Some(existing) =
+            self.recalls().into_iter().find(|r| r.get("id").and_then(Value::as_str) == Some(&id))
+        {
+            if existing.loose_eq(&doc) {
+                return Ok((false, Answer::Fresh(existing)));
+            }
+            return Err(crate::error::ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "conflict",
+                format!("recall {id} is already published with other content; publish a new id"),
+            ));
+        }
+        let mut commit = Commit::default();
+        let mut stopped = Vec::new();
+        for exec_id in &covered {
+            if let Some(run) = live.get_mut(exec_id) {
+                let reason = format!("recall {id}");
+                let (change, ()) = self.apply(exec_id, run, |sim| {
+                    Ok::<_, crate::error::ApiError>((sim.stop(&reason), ()))
+                })?;
+                commit.absorb(change);
+                stopped.push(Value::from(exec_id.as_str()));
+            }
+        }
+        let mut ack = canonical_json::Map::new();
+        ack.insert("published".into(), id.as_str().into());
+        ack.insert("stopped".into(), Value::Array(stopped));
+        let ack = Value::Object(ack);
+        commit.idempotency = Some(idem_record(&key, &digest, 201, &ack));
+        commit.recall = Some(NewRecall { id, issued_ms: issued, body: jcs_text(&doc) });
+        commit.events.push(crate::outbox::events::to_new(&crate::outbox::events::recall(
+            &doc,
+            crate::clock::unix_ms(),
+        )));
+        // The stops are already made in memory: their events are kept and retried if this
+        // fails.
+        self.commit(commit, true).await?;
+        live.retain(|_, sim| !sim.is_final());
+        drop(live);
+        self.push_recall(doc);
+        Ok((true, Answer::Fresh(ack)))
+    }
+}
