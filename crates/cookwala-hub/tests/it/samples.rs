@@ -150,7 +150,9 @@ async fn the_samples_hub_client_works_without_a_token_under_no_auth() {
     let mut catalog = Catalog::builtin();
     catalog.load_bundle(&ext.join("cookwala_samples/data/bundle.json")).unwrap();
     let config = HubConfig {
-        speed: 100_000.0,
+        // Slow enough that the salad is still cooking when the stop arrives, however loaded
+        // the machine is (the stop itself takes a simulated second).
+        speed: 20.0,
         no_auth: true,
         tokens: cookwala_hub::auth::Tokens::new(),
         device_id: "demo-hob-robot".to_owned(),
