@@ -43,6 +43,17 @@ impl Step<'_> {
     }
 }
 
+/// Walk through hashing, signing, disclosure and a witnessed log on built-in data
+///
+/// Every artifact is written to --out (default: a new folder under the temp dir) so each
+/// step can be repeated with the other subcommands.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Folder for the artifacts
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
 /// Runs the demonstration, writing artifacts to `out` (default: a new folder under the
 /// system temp dir). Returns an error if any expected verdict does not come out.
 pub fn run(out: Option<PathBuf>) -> Result<()> {
