@@ -156,6 +156,7 @@ pub fn run(out: Option<PathBuf>) -> Result<()> {
         actor: "hub.kitchen".into(),
         kid: pub_kid.into(),
     };
+    let journal = crate::commands::log::JournalStore(journal);
     let mut sequencer = Sequencer::open(config, publisher.clone(), journal, &keys)?;
     let mut created = EventDraft::new(&now, "hub.kitchen", "created");
     created.payload = Some(canonical_json::parse(br#"{"recipe":"red-lentil-soup","servings":4}"#)?);

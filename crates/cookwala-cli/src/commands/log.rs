@@ -11,13 +11,29 @@ use anyhow::{Context, Result, bail};
 use canonical_json::{Map, Value};
 use cookwala::keys::{KeySet, UNBOUNDED_VALID_FROM};
 use cookwala::mission::{
-    self, EventDraft, PayloadCheck, PayloadStore, Sequencer, SequencerConfig, StoreError,
+    self, EventDraft, EventStore, PayloadCheck, PayloadStore, Sequencer, SequencerConfig,
+    StoreError,
 };
 
 use crate::clock::now_rfc3339;
 use crate::commands::keys::{load_keys, load_signing_key};
 use crate::input::read_json;
 use crate::output::{compact, emit};
+
+/// A journal as the sequencer's [`EventStore`]: one durable line per event.
+#[derive(Debug)]
+pub struct JournalStore(pub journal::Journal);
+
+impl EventStore for JournalStore {
+    fn load(&mut self) -> Result<Vec<Vec<u8>>, StoreError> {
+        let records = self.0.read_records().map_err(|e| StoreError(Box::new(e)))?;
+        Ok(records.into_iter().map(|r| r.line).collect())
+    }
+
+    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        self.0.append(line).map(|_| ()).map_err(|e| StoreError(Box::new(e)))
+    }
+}
 
 /// A [`PayloadStore`] in a folder: `<dir>/<hex>.json` per `sha256:<hex>` digest.
 #[derive(Debug)]
@@ -102,8 +118,8 @@ pub struct SequencerArgs {
 
 /// A sequencer over either payload mode, so commands need not care.
 enum AnySequencer {
-    Full(Sequencer<journal::Journal>),
-    HashOnly(Sequencer<journal::Journal, DirPayloadStore>),
+    Full(Sequencer<JournalStore>),
+    HashOnly(Sequencer<JournalStore, DirPayloadStore>),
 }
 
 fn open_sequencer(args: &SequencerArgs) -> Result<AnySequencer> {
@@ -128,12 +144,18 @@ fn open_sequencer(args: &SequencerArgs) -> Result<AnySequencer> {
     }
     let context = || format!("{} cannot be continued", args.log.display());
     Ok(match &args.payloads {
-        None => {
-            AnySequencer::Full(Sequencer::open(config, key, journal, &keys).with_context(context)?)
-        }
+        None => AnySequencer::Full(
+            Sequencer::open(config, key, JournalStore(journal), &keys).with_context(context)?,
+        ),
         Some(dir) => AnySequencer::HashOnly(
-            Sequencer::open_hash_only(config, key, journal, DirPayloadStore::open(dir)?, &keys)
-                .with_context(context)?,
+            Sequencer::open_hash_only(
+                config,
+                key,
+                JournalStore(journal),
+                DirPayloadStore::open(dir)?,
+                &keys,
+            )
+            .with_context(context)?,
         ),
     })
 }
