@@ -1,0 +1,148 @@
+//! UTC calendar arithmetic and RFC 3339 formatting, with no dependencies: the one home for
+//! dates in the workspace.
+//!
+//! Days are counted from 1970-01-01 in the proleptic Gregorian calendar with Howard Hinnant's
+//! `days_from_civil` / `civil_from_days`, which are exact for every `i64` day count the callers
+//! produce (years far beyond ±9999). The formatters write UTC with a `Z` suffix and no offset:
+//! [`format_utc`] whole seconds (`YYYY-MM-DDTHH:MM:SSZ`), [`format_utc_ms`] milliseconds
+//! (`YYYY-MM-DDTHH:MM:SS.mmmZ`). Parsing stays with the crate that owns a grammar (Cookwala's
+//! reference timestamp rule lives in `cookwala::time`); this crate only supplies the arithmetic.
+//!
+//! Nothing here reads the clock except [`unix_seconds`] and [`unix_seconds_f64`], which convert a
+//! `SystemTime` the caller took.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Seconds in a day.
+pub const SECS_PER_DAY: i64 = 86_400;
+
+/// True for a leap year of the proleptic Gregorian calendar.
+pub fn is_leap(year: i64) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+/// The number of days in `month` (1–12) of `year`; months outside 1–12 count 31.
+pub fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's `days_from_civil`).
+///
+/// The date is not range-checked: callers validate month and day first.
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400; // [0, 399]
+    let mp = (month + 9) % 12; // [0, 11], March-based
+    let doy = (153 * mp + 2) / 5 + day - 1; // [0, 365]
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy; // [0, 146096]
+    era * 146_097 + doe - 719_468
+}
+
+/// The proleptic Gregorian (year, month 1–12, day 1–31) of a day count since 1970-01-01
+/// (Hinnant's `civil_from_days`).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // [0, 146096]
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11], March-based
+    let day = doy - (153 * mp + 2) / 5 + 1; // [1, 31]
+    let month = if mp < 10 { mp + 3 } else { mp - 9 }; // [1, 12]
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// `secs` seconds after the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds).
+pub fn format_utc(secs: i64) -> String {
+    let (y, m, d) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
+    let rem = secs.rem_euclid(SECS_PER_DAY);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// `unix_ms` milliseconds after the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+pub fn format_utc_ms(unix_ms: i64) -> String {
+    let secs = unix_ms.div_euclid(1000);
+    let ms = unix_ms.rem_euclid(1000);
+    let (y, m, d) = civil_from_days(secs.div_euclid(SECS_PER_DAY));
+    let rem = secs.rem_euclid(SECS_PER_DAY);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Seconds since the Unix epoch, rounded towards negative infinity (saturating).
+pub fn unix_seconds(time: SystemTime) -> i64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+        Err(before) => {
+            let before = before.duration();
+            let whole = i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
+            if before.subsec_nanos() > 0 { -whole - 1 } else { -whole }
+        }
+    }
+}
+
+/// Seconds since the Unix epoch as a float (Python's `time.time()`).
+pub fn unix_seconds_f64(time: SystemTime) -> f64 {
+    match time.duration_since(UNIX_EPOCH) {
+        Ok(after) => after.as_secs_f64(),
+        Err(before) => -before.duration().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An independent inverse of `civil_from_days` (Hinnant's `days_from_civil` as the journal
+    /// first wrote it), to cross-check the library's.
+    fn inverse(year: i64, month: i64, day: i64) -> i64 {
+        let year = if month <= 2 { year - 1 } else { year };
+        let era = year.div_euclid(400);
+        let yoe = year.rem_euclid(400);
+        let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        era * 146_097 + doe - 719_468
+    }
+
+    #[test]
+    fn civil_from_days_round_trips_and_advances_one_day_at_a_time() {
+        let mut previous = civil_from_days(-800_000);
+        for days in -799_999..800_000 {
+            let (year, month, day) = civil_from_days(days);
+            assert_eq!(inverse(year, month, day), days);
+            assert_eq!(days_from_civil(year, month, day), days);
+            assert!((1..=12).contains(&month) && (1..=31).contains(&day));
+            let next_day = (year, month, previous.2 + 1) == (previous.0, previous.1, day);
+            let next_month = day == 1 && (year, month) == (previous.0, previous.1 + 1);
+            let next_year = (year, month, day) == (previous.0 + 1, 1, 1);
+            assert!(next_day || next_month || next_year, "{previous:?} -> {year}-{month}-{day}");
+            previous = (year, month, day);
+        }
+    }
+
+    #[test]
+    fn formats_and_calendar_rules() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(-1), "1969-12-31T23:59:59Z");
+        assert_eq!(format_utc(253_402_300_799), "9999-12-31T23:59:59Z");
+        assert_eq!(format_utc_ms(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(format_utc_ms(-1), "1969-12-31T23:59:59.999Z");
+        assert!(is_leap(2000) && !is_leap(1900) && is_leap(2024) && !is_leap(2023));
+        assert_eq!(
+            (days_in_month(2024, 2), days_in_month(2023, 2), days_in_month(2023, 4)),
+            (29, 28, 30)
+        );
+    }
+}
