@@ -21,6 +21,8 @@ use canonical_json::Value;
 use cookwala::dryrun::{Refusal, RefusalReason};
 
 use crate::steps::{StepSpec, duration_ms};
+// Read where the steps are built; re-exported for the pack checks' callers.
+pub(crate) use crate::steps::food_classes;
 
 /// What a fired limit makes the executor do.
 pub(crate) const ACTIONS: &[&str] =
@@ -276,20 +278,6 @@ pub(crate) fn parse(pack: &Value) -> Result<Limits, String> {
         }
     }
     Ok(out)
-}
-
-/// The food classes a recipe or node declares in `x-foodClass` (a string or a list).
-///
-/// Core 0.2 gives a recipe no field for the class of food it cooks, which the pack's
-/// `min_core_temp` limits are keyed by (`appliesTo.foodClass`), so this project declares it
-/// in the extension field `x-foodClass`: on a node, for the product that step cooks; at the
-/// top level, for the finished dish.
-pub(crate) fn food_classes(doc: Option<&Value>) -> Vec<String> {
-    match doc.and_then(|d| d.get("x-foodClass")) {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a.iter().filter_map(|v| text(Some(v))).collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// The checks made before the start, over the device steps of the plan: a `pressure` limit

@@ -51,6 +51,20 @@ pub(crate) struct StepSpec {
     pub food_classes: Vec<String>,
 }
 
+/// The food classes a recipe or node declares in `x-foodClass` (a string or a list).
+///
+/// Core 0.2 gives a recipe no field for the class of food it cooks, which the pack's
+/// `min_core_temp` limits are keyed by (`appliesTo.foodClass`), so this project declares it
+/// in the extension field `x-foodClass`: on a node, for the product that step cooks; at the
+/// top level, for the finished dish.
+pub(crate) fn food_classes(doc: Option<&Value>) -> Vec<String> {
+    match doc.and_then(|d| d.get("x-foodClass")) {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Parses `PnDTnHnMnS` (fractions allowed) into milliseconds.
 pub(crate) fn duration_ms(text: &str) -> Option<u64> {
     let rest = text.strip_prefix('P')?;
@@ -213,7 +227,7 @@ pub(crate) fn build(
                 motion: !row.by_human && moves(&row.op),
                 ladder,
                 envelope_medium: envelope.map(|e| e.medium.clone()),
-                food_classes: crate::limits::food_classes(node),
+                food_classes: food_classes(node),
             }
         })
         .collect()

@@ -43,8 +43,8 @@
 //! accepted), `sig` the base64url 64-byte `r‖s`, high-S accepted.
 //!
 //! **Purity.** No file I/O, no clock, no randomness: times, RNGs and storage
-//! ([`mission::EventStore`], [`mission::PayloadStore`]) are passed in. A `journal::Journal`
-//! opened by the caller is an [`mission::EventStore`].
+//! ([`mission::EventStore`], [`mission::PayloadStore`]) are passed in; the command line adapts
+//! a `journal::Journal` to an [`mission::EventStore`].
 
 pub mod admission;
 pub mod b64;

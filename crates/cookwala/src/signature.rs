@@ -18,12 +18,33 @@
 //! Comparisons (open point 12): a key is unusable before `validFrom`, usable exactly at
 //! `validTo`, and revoked from `revokedAt` itself on (`signedAt >= revokedAt`).
 
-use canonical_json::{Map, Value, WriteError, digest::document_hash, to_jcs};
+use canonical_json::digest::{document_hash, jcs_hash_without};
+use canonical_json::{Map, Value, WriteError, to_jcs};
 
 use crate::b64;
 use crate::keys::{Alg, KeyRecord, KeySet, SigningKey};
-use crate::mission::{checkpoint_hash, event_hash};
 use crate::time::{Instant, parse_timestamp};
+
+/// The top-level fields a mission event hash leaves out.
+pub const EVENT_HASH_EXCLUDES: [&str; 3] = ["hash", "signature", "proposedBy"];
+/// The top-level fields a mission checkpoint hash leaves out.
+pub const CHECKPOINT_HASH_EXCLUDES: [&str; 2] = ["signature", "witnesses"];
+
+/// The hash of a MissionEvent (also `crate::mission::event_hash`).
+///
+/// # Errors
+/// When the event cannot be written as JCS.
+pub fn event_hash(event: &Value) -> Result<String, WriteError> {
+    jcs_hash_without(event, &EVENT_HASH_EXCLUDES)
+}
+
+/// The hash of a Checkpoint (also `crate::mission::checkpoint_hash`).
+///
+/// # Errors
+/// When the checkpoint cannot be written as JCS.
+pub fn checkpoint_hash(checkpoint: &Value) -> Result<String, WriteError> {
+    jcs_hash_without(checkpoint, &CHECKPOINT_HASH_EXCLUDES)
+}
 
 /// What is being signed, which decides the hash and the header's `kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,4 +1,5 @@
-use super::time::{Instant, civil_from_days, days_from_civil, parse_timestamp};
+use super::time::{Instant, parse_timestamp};
+use timefmt::{civil_from_days, days_from_civil};
 
 #[test]
 fn civil_round_trip() {

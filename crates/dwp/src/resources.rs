@@ -150,15 +150,7 @@ fn epoch_seconds(ts: &str) -> Option<i64> {
     let num = |r: std::ops::Range<usize>| ts.get(r).and_then(|s| s.parse::<i64>().ok());
     let (y, mo, d, h, mi, s) =
         (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    // Days from civil (proleptic Gregorian).
-    let y2 = if mo <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (mo + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days * 86_400 + h * 3600 + mi * 60 + s)
+    Some(timefmt::days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
 }
 
 /// Counters the journal itself observes (wall-clock span, retries, dispatch calls).

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::scan::{Damage, ScanReport, TornCause, line_problem, scan_reader};
-use crate::time::{civil_from_days, unix_seconds};
+use crate::time::unix_seconds;
 use crate::{Error, json_line, utc_timestamp};
 
 fn at(secs: u64) -> SystemTime {
@@ -16,17 +16,6 @@ fn scan_bytes(bytes: &[u8]) -> (Vec<(u64, Vec<u8>)>, ScanReport) {
     let report =
         scan_reader(bytes, json_line, |offset, line| seen.push((offset, line.to_vec()))).unwrap();
     (seen, report)
-}
-
-/// Inverse of `civil_from_days` (Hinnant's `days_from_civil`), test only.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let (month, day) = (i64::from(month), i64::from(day));
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[test]
@@ -50,21 +39,6 @@ fn utc_timestamp_before_the_epoch_rounds_down() {
         utc_timestamp(UNIX_EPOCH - Duration::from_secs(86_400 * 365)),
         "1969-01-01T00:00:00Z"
     );
-}
-
-#[test]
-fn civil_from_days_round_trips_and_advances_one_day_at_a_time() {
-    let mut previous = civil_from_days(-800_000);
-    for days in -799_999..800_000 {
-        let (year, month, day) = civil_from_days(days);
-        assert_eq!(days_from_civil(year, month, day), days);
-        assert!((1..=12).contains(&month) && (1..=31).contains(&day));
-        let next_day = (year, month, previous.2 + 1) == (previous.0, previous.1, day);
-        let next_month = day == 1 && (year, month) == (previous.0, previous.1 + 1);
-        let next_year = (year, month, day) == (previous.0 + 1, 1, 1);
-        assert!(next_day || next_month || next_year, "{previous:?} -> {year}-{month}-{day}");
-        previous = (year, month, day);
-    }
 }
 
 #[test]

@@ -255,3 +255,65 @@ pub fn verify_report(dir: &Path, report: &Path, keys: &[PathBuf], json: bool) ->
     }
     Ok(check.is_ok())
 }
+
+/// The `cookwala conformance` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum ConformanceCommand {
+    /// Run vector files: one line per suite, then `N passed, M failed`
+    ///
+    /// Without --suite every Core file and every profiles/*.json file is run, and the set's
+    /// vectors hash is checked against VECTORS-HASH.txt. A suite this build cannot run counts
+    /// as failed, never as skipped.
+    Run {
+        /// Folder of vector files (the standard's conformance/ folder)
+        #[arg(long)]
+        vectors: PathBuf,
+        /// Run only these suites (repeatable), e.g. hash, ledger, profiles/sensor_trust
+        #[arg(long = "suite")]
+        suites: Vec<String>,
+        /// Print {"suites":[...],"passed","failed"}
+        #[arg(long)]
+        json: bool,
+        /// Check this signed ConformanceReport against the vectors instead of running them:
+        /// its hash, its signature (--keys), vectorsHash = the published hash, and counts
+        #[arg(long, conflicts_with = "suites")]
+        verify_report: Option<PathBuf>,
+        /// Key set files for --verify-report (repeatable)
+        #[arg(long, requires = "verify_report")]
+        keys: Vec<PathBuf>,
+        /// Also write a signed ConformanceReport here (only when every vector passes)
+        #[arg(long, requires = "key", conflicts_with = "verify_report")]
+        report: Option<PathBuf>,
+        /// The private key file that signs --report (`cookwala keygen`)
+        #[arg(long, requires = "report")]
+        key: Option<PathBuf>,
+        /// The conformance class the report claims
+        #[arg(long, default_value = "verifier", requires = "report")]
+        claim: String,
+    },
+}
+
+impl ConformanceCommand {
+    /// Runs the subcommand; `Ok(false)` when a vector failed or the report does not hold.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            ConformanceCommand::Run {
+                vectors,
+                suites,
+                json,
+                verify_report: check,
+                keys,
+                report,
+                key,
+                claim,
+            } => match (check, report, key) {
+                (Some(file), _, _) => verify_report(&vectors, &file, &keys, json),
+                (None, Some(out), Some(key)) => {
+                    let args = ReportArgs { out, key, claim };
+                    run(&vectors, &suites, json, Some(&args))
+                }
+                (None, _, _) => run(&vectors, &suites, json, None),
+            },
+        }
+    }
+}

@@ -19,24 +19,35 @@ use cookwala_sim::{EventKind, Fault, FaultKind, SimConfig, SimEvent, Simulation,
 use crate::input::read_json;
 use crate::output::pretty;
 
-/// `cook` arguments.
-#[derive(Debug)]
+/// Cook a recipe on the simulator: dry run, then live progress, a log and a plot
+///
+/// RECIPE is a built-in id (red-lentil-soup, vegetable-stock, chickpea-fritters,
+/// garlic-greens, oat-honey-loaf, cucumber-herb-salad) or a file. The device defaults to the
+/// recipe's built-in device, else the hob robot. Exit 0 when the execution completes.
+#[derive(Debug, clap::Args)]
 pub struct CookArgs {
-    /// Built-in recipe id or a file.
+    /// Built-in recipe id or recipe file
     pub recipe: String,
-    /// Built-in device id or a file.
+    /// Built-in device id (sim-hob-robot, sim-oven, sim-counter-arm) or capabilities file
+    #[arg(long)]
     pub device: Option<String>,
-    /// A person is present.
+    /// A person stays in the kitchen (needed for hot oil, open pans and blades)
+    #[arg(long)]
     pub human_present: bool,
-    /// Times real time; `None` is as fast as possible.
+    /// Run N times real time (default: as fast as possible)
+    #[arg(long)]
     pub speed: Option<f64>,
-    /// Noise seed.
+    /// Sensor-noise seed (same seed, same run)
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Fault to inject.
+    /// Inject a fault into the first heated step: sensor, overheat or timeout
+    #[arg(long, value_parser = parse_fault)]
     pub fault: Option<FaultKind>,
-    /// SVG output.
+    /// Write an SVG plot of every reading against its envelope band
+    #[arg(long)]
     pub plot: Option<PathBuf>,
-    /// Print the final status and log as JSON.
+    /// Print the final status, log and incidents as JSON
+    #[arg(long)]
     pub json: bool,
 }
 

@@ -43,6 +43,17 @@ impl Step<'_> {
     }
 }
 
+/// Walk through hashing, signing, disclosure and a witnessed log on built-in data
+///
+/// Every artifact is written to --out (default: a new folder under the temp dir) so each
+/// step can be repeated with the other subcommands.
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Folder for the artifacts
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
 /// Runs the demonstration, writing artifacts to `out` (default: a new folder under the
 /// system temp dir). Returns an error if any expected verdict does not come out.
 pub fn run(out: Option<PathBuf>) -> Result<()> {
@@ -145,6 +156,7 @@ pub fn run(out: Option<PathBuf>) -> Result<()> {
         actor: "hub.kitchen".into(),
         kid: pub_kid.into(),
     };
+    let journal = crate::commands::log::JournalStore(journal);
     let mut sequencer = Sequencer::open(config, publisher.clone(), journal, &keys)?;
     let mut created = EventDraft::new(&now, "hub.kitchen", "created");
     created.payload = Some(canonical_json::parse(br#"{"recipe":"red-lentil-soup","servings":4}"#)?);

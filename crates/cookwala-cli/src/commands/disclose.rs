@@ -1,6 +1,6 @@
 //! `cookwala disclose`: selective-disclosure digests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use canonical_json::{Map, Value};
@@ -60,4 +60,54 @@ pub fn redact(path: &Path, out: Option<&Path>) -> Result<()> {
         bail!("{} is not a disclosure (no digest)", path.display());
     };
     emit(&redacted, out)
+}
+
+/// The `cookwala disclose` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum DiscloseCommand {
+    /// Create {digest, salt, value} for a value (digest = sha256 of JCS([salt, value]))
+    Make {
+        /// The value as JSON text
+        #[arg(long)]
+        value: Option<String>,
+        /// A file holding the value
+        #[arg(long)]
+        value_file: Option<PathBuf>,
+        /// Salt (base64url, at least 22 characters; default: 128 random bits)
+        #[arg(long)]
+        salt: Option<String>,
+        /// Write here instead of stdout
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Check a disclosed copy; prints ok, digest_mismatch or not_disclosed
+    Verify {
+        /// Print {"ok","reason"}
+        #[arg(long)]
+        json: bool,
+        /// The disclosure file
+        file: PathBuf,
+    },
+    /// Keep only {digest}: the form that goes into a signed document
+    Redact {
+        /// Write here instead of stdout
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// The disclosure file
+        file: PathBuf,
+    },
+}
+
+impl DiscloseCommand {
+    /// Runs the subcommand; `Ok(false)` when a check failed.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            DiscloseCommand::Make { value, value_file, salt, out } => {
+                let value = value_from(value.as_deref(), value_file.as_deref())?;
+                make(&value, salt, out.as_deref()).map(|()| true)
+            }
+            DiscloseCommand::Verify { json, file } => verify(&file, json),
+            DiscloseCommand::Redact { out, file } => redact(&file, out.as_deref()).map(|()| true),
+        }
+    }
 }

@@ -117,3 +117,63 @@ pub fn export(
     }
     Ok(true)
 }
+
+/// Migrate a 0.1 document to 0.2 and list every change
+///
+/// °F → °C, relative temperature tolerances → toleranceAbs, money → decimal strings,
+/// unknown fields → x-<name>, version → 0.2.0; a stale hash/signature is removed.
+/// The document goes to stdout (or --out), the changes to stderr.
+#[derive(Debug, clap::Args)]
+pub struct MigrateArgs {
+    /// Document kind (default: detected)
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Leave unknown fields in place and only report them
+    #[arg(long)]
+    pub report_unknown: bool,
+    /// Write the migrated document here
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
+    /// Print {"document","changes":[{"pointer","change"}]}
+    #[arg(long)]
+    pub json: bool,
+    /// The 0.1 document
+    pub file: PathBuf,
+}
+
+/// The `cookwala logs` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum LogsCommand {
+    /// Build a dataset from execution logs: only consented, personal-data-free logs, scrubbed
+    ///
+    /// Writes one log per line (NDJSON) to --out and says which logs were left out and why.
+    /// `open` datasets get every time coarsened to the day.
+    Export {
+        /// The dataset: research_only or open
+        #[arg(long)]
+        consent: String,
+        /// Only logs started at or after this instant (RFC 3339)
+        #[arg(long)]
+        since: Option<String>,
+        /// Output NDJSON file
+        #[arg(long)]
+        out: PathBuf,
+        /// Print {"released","leftOut":[{"log","reason"}]}
+        #[arg(long)]
+        json: bool,
+        /// ExecutionLog files (a file may hold an array of logs)
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+    },
+}
+
+impl LogsCommand {
+    /// Runs the subcommand; `Ok(false)` when nothing could be released.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            LogsCommand::Export { consent, since, out, json, inputs } => {
+                export(&consent, since.as_deref(), &inputs, &out, json)
+            }
+        }
+    }
+}

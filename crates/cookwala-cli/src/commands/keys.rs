@@ -64,6 +64,26 @@ pub fn file_stem(kid: &str) -> String {
     if stem.is_empty() { "key".to_owned() } else { stem }
 }
 
+/// Generate a signing key: <KID>.key.json (private, 0600) and <KID>.pub.json (KeyRecord set)
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Signature algorithm
+    #[arg(long, value_enum, default_value = "EdDSA")]
+    pub alg: AlgArg,
+    /// Key id, e.g. did:web:example.org#key-1
+    #[arg(long)]
+    pub kid: String,
+    /// Folder for the two files (created if missing; existing keys are never overwritten)
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Start of the key's validity (RFC 3339; default: now)
+    #[arg(long)]
+    pub valid_from: Option<String>,
+    /// Print a JSON summary
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Generates a key pair: `<kid>.key.json` (private, mode 0600) and `<kid>.pub.json`
 /// (a KeySet with the public KeyRecord, usable with `--keys`).
 pub fn keygen(
@@ -130,15 +150,26 @@ pub fn load_keys(paths: &[PathBuf]) -> Result<KeySet> {
     Ok(keys)
 }
 
-/// Options of `cookwala sign`.
-#[derive(Debug)]
+/// Sign a document (Core 0.2.1 header) and write it with its signature
+#[derive(Debug, clap::Args)]
 pub struct SignArgs {
+    /// Private key file from `cookwala keygen`
+    #[arg(long)]
     pub key: PathBuf,
+    /// Key id for the signature (default: the key file's kid)
+    #[arg(long)]
     pub kid: Option<String>,
+    /// Signing time, RFC 3339 (default: now); verifiers judge key validity at this time
+    #[arg(long)]
     pub signed_at: Option<String>,
+    /// What is signed
+    #[arg(long, value_enum, default_value = "document")]
     pub kind: KindArg,
-    pub doc: PathBuf,
+    /// Write here instead of stdout
+    #[arg(long, short)]
     pub out: Option<PathBuf>,
+    /// The document to sign
+    pub doc: PathBuf,
 }
 
 /// Signs a document and writes it with its `signature`.
@@ -150,6 +181,27 @@ pub fn sign(args: &SignArgs) -> Result<()> {
     let signed = signature::attach(&doc, &key, &kid, &signed_at, args.kind.into())
         .with_context(|| format!("cannot sign {}", args.doc.display()))?;
     emit(&signed, args.out.as_deref())
+}
+
+/// Verify a signature; prints `ok` or the reason code (unknown_key, key_revoked, bad_signature, ...)
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Key set files: KeyRecord lists, /.well-known/cookwala.json, did:web documents or
+    /// capabilities documents (repeatable; the first record with a matching kid is used)
+    #[arg(long, required = true)]
+    pub keys: Vec<PathBuf>,
+    /// What was signed
+    #[arg(long, value_enum, default_value = "document")]
+    pub kind: KindArg,
+    /// The document was relayed by another hub (RFC-0006): it must verify with its issuer's
+    /// key, never a relay's; reports not_issuer_key when the key's actor is not the issuer
+    #[arg(long, conflicts_with = "kind")]
+    pub relayed: bool,
+    /// Print {"ok","reason",...}
+    #[arg(long)]
+    pub json: bool,
+    /// The signed document
+    pub doc: PathBuf,
 }
 
 /// Verifies a document's signature; prints `ok` or the reason code. Returns whether it is ok.

@@ -11,13 +11,29 @@ use anyhow::{Context, Result, bail};
 use canonical_json::{Map, Value};
 use cookwala::keys::{KeySet, UNBOUNDED_VALID_FROM};
 use cookwala::mission::{
-    self, EventDraft, PayloadCheck, PayloadStore, Sequencer, SequencerConfig, StoreError,
+    self, EventDraft, EventStore, PayloadCheck, PayloadStore, Sequencer, SequencerConfig,
+    StoreError,
 };
 
 use crate::clock::now_rfc3339;
 use crate::commands::keys::{load_keys, load_signing_key};
 use crate::input::read_json;
 use crate::output::{compact, emit};
+
+/// A journal as the sequencer's [`EventStore`]: one durable line per event.
+#[derive(Debug)]
+pub struct JournalStore(pub journal::Journal);
+
+impl EventStore for JournalStore {
+    fn load(&mut self) -> Result<Vec<Vec<u8>>, StoreError> {
+        let records = self.0.read_records().map_err(|e| StoreError(Box::new(e)))?;
+        Ok(records.into_iter().map(|r| r.line).collect())
+    }
+
+    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        self.0.append(line).map(|_| ()).map_err(|e| StoreError(Box::new(e)))
+    }
+}
 
 /// A [`PayloadStore`] in a folder: `<dir>/<hex>.json` per `sha256:<hex>` digest.
 #[derive(Debug)]
@@ -78,20 +94,32 @@ impl PayloadStore for DirPayloadStore {
 }
 
 /// The sequencer side of a log command.
-#[derive(Debug)]
+#[derive(Debug, clap::Args)]
 pub struct SequencerArgs {
+    /// The log file (NDJSON, one JCS event per line; created if missing)
+    #[arg(long)]
     pub log: PathBuf,
+    /// The sequencer's private key file
+    #[arg(long)]
     pub key: PathBuf,
+    /// Key id (default: the key file's kid)
+    #[arg(long)]
     pub kid: Option<String>,
+    /// Mission id every event carries
+    #[arg(long)]
     pub mission: String,
+    /// The sequencer's actor id (default: the kid)
+    #[arg(long)]
     pub sequencer: Option<String>,
+    /// hash_only mode: keep payloads in this folder and only their digests in the log
+    #[arg(long)]
     pub payloads: Option<PathBuf>,
 }
 
 /// A sequencer over either payload mode, so commands need not care.
 enum AnySequencer {
-    Full(Sequencer<journal::Journal>),
-    HashOnly(Sequencer<journal::Journal, DirPayloadStore>),
+    Full(Sequencer<JournalStore>),
+    HashOnly(Sequencer<JournalStore, DirPayloadStore>),
 }
 
 fn open_sequencer(args: &SequencerArgs) -> Result<AnySequencer> {
@@ -116,29 +144,60 @@ fn open_sequencer(args: &SequencerArgs) -> Result<AnySequencer> {
     }
     let context = || format!("{} cannot be continued", args.log.display());
     Ok(match &args.payloads {
-        None => {
-            AnySequencer::Full(Sequencer::open(config, key, journal, &keys).with_context(context)?)
-        }
+        None => AnySequencer::Full(
+            Sequencer::open(config, key, JournalStore(journal), &keys).with_context(context)?,
+        ),
         Some(dir) => AnySequencer::HashOnly(
-            Sequencer::open_hash_only(config, key, journal, DirPayloadStore::open(dir)?, &keys)
-                .with_context(context)?,
+            Sequencer::open_hash_only(
+                config,
+                key,
+                JournalStore(journal),
+                DirPayloadStore::open(dir)?,
+                &keys,
+            )
+            .with_context(context)?,
         ),
     })
 }
 
-/// The event side of `log append`.
-#[derive(Debug)]
-pub struct EventArgs {
-    pub actor: Option<String>,
+/// `cookwala log append`.
+#[derive(Debug, clap::Args)]
+pub struct AppendArgs {
+    #[command(flatten)]
+    pub seq: SequencerArgs,
+    /// Event type: created, progress, state_changed, committed, closed, ...
+    #[arg(long = "type")]
     pub event_type: String,
-    pub payload: Option<Value>,
-    pub transition: Option<(String, String)>,
+    /// Who did it (default: the sequencer)
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// Payload as JSON text
+    #[arg(long)]
+    pub payload: Option<String>,
+    /// For state_changed: the state left
+    #[arg(long, requires = "to")]
+    pub from: Option<String>,
+    /// For state_changed: the state entered
+    #[arg(long, requires = "from")]
+    pub to: Option<String>,
+    /// When it happened (RFC 3339; default: now)
+    #[arg(long)]
     pub at: Option<String>,
+    /// Print the whole event as JSON
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Sequences one event and prints it.
-pub fn append(seq: &SequencerArgs, event: EventArgs, json: bool) -> Result<()> {
-    let mut sequencer = open_sequencer(seq)?;
+pub fn append(event: AppendArgs) -> Result<()> {
+    let payload = match event.payload {
+        Some(text) => Some(
+            canonical_json::parse(text.as_bytes())
+                .map_err(|e| anyhow::anyhow!("--payload is not JSON: {e}"))?,
+        ),
+        None => None,
+    };
+    let mut sequencer = open_sequencer(&event.seq)?;
     let at = event.at.unwrap_or_else(now_rfc3339);
     let sequencer_actor = match &sequencer {
         AnySequencer::Full(s) => s.config().actor.clone(),
@@ -149,14 +208,14 @@ pub fn append(seq: &SequencerArgs, event: EventArgs, json: bool) -> Result<()> {
         bail!("--actor must not be empty");
     }
     let mut draft = EventDraft::new(&at, &actor, &event.event_type);
-    draft.payload = event.payload;
-    draft.transition = event.transition;
+    draft.payload = payload;
+    draft.transition = event.from.zip(event.to);
     let sequenced = match &mut sequencer {
         AnySequencer::Full(s) => s.append(draft),
         AnySequencer::HashOnly(s) => s.append(draft),
     }
     .context("the sequencer refused the event")?;
-    if json {
+    if event.json {
         println!("{}", compact(&sequenced)?);
     } else {
         let seq_no = sequenced.get("seq").and_then(Value::as_i64).unwrap_or(-1);
@@ -296,4 +355,101 @@ pub fn fork(a: &Path, b: &Path, json: bool) -> Result<bool> {
         println!("{reason}");
     }
     Ok(fork)
+}
+
+/// The `cookwala log` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum LogCommand {
+    /// Sequence and sign one event (seq, prev and hash are assigned by the sequencer)
+    Append(AppendArgs),
+    /// Issue a checkpoint of the current head, signed by the sequencer
+    Checkpoint {
+        #[command(flatten)]
+        seq: SequencerArgs,
+        /// Checkpoint time (RFC 3339; default: now)
+        #[arg(long)]
+        at: Option<String>,
+        /// Write here instead of stdout
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+    /// Add a witness signature to a checkpoint
+    Cosign {
+        /// The witness's private key file
+        #[arg(long)]
+        key: PathBuf,
+        /// Key id (default: the key file's kid)
+        #[arg(long)]
+        kid: Option<String>,
+        /// The witness's actor id
+        #[arg(long)]
+        actor: String,
+        /// Witness time (RFC 3339; default: now)
+        #[arg(long)]
+        at: Option<String>,
+        /// Write here instead of stdout
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// The checkpoint file
+        checkpoint: PathBuf,
+    },
+    /// Verify a log: seq, prev links, hashes, signatures; optionally a checkpoint and payloads
+    ///
+    /// Prints `ok <head>` or a reason such as hash_mismatch_at_2, head_mismatch or
+    /// no_independent_witness. A torn final line is reported and the complete events verified.
+    Verify {
+        /// The log file
+        #[arg(long)]
+        log: PathBuf,
+        /// Key set files (repeatable); without keys, signatures are not checked
+        #[arg(long)]
+        keys: Vec<PathBuf>,
+        /// A checkpoint to verify against the log (needs an independent witness)
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// hash_only payload folder: check every stored payload against its digest
+        #[arg(long)]
+        payloads: Option<PathBuf>,
+        /// Print a JSON result
+        #[arg(long)]
+        json: bool,
+    },
+    /// Erase a hash_only payload (the log keeps verifying)
+    Erase {
+        /// The payload folder
+        #[arg(long)]
+        payloads: PathBuf,
+        /// The payloadDigest to erase
+        digest: String,
+    },
+    /// Compare two checkpoints of one mission: same seq, different head is a fork
+    Fork {
+        /// Print {"fork","reason"}
+        #[arg(long)]
+        json: bool,
+        /// First checkpoint
+        a: PathBuf,
+        /// Second checkpoint
+        b: PathBuf,
+    },
+}
+
+impl LogCommand {
+    /// Runs the subcommand; `Ok(false)` when a check failed or a fork was found.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            LogCommand::Append(args) => append(args).map(|()| true),
+            LogCommand::Checkpoint { seq, at, out } => {
+                checkpoint(&seq, at, out.as_deref()).map(|()| true)
+            }
+            LogCommand::Cosign { key, kid, actor, at, out, checkpoint } => {
+                cosign(&key, kid, &actor, at, &checkpoint, out.as_deref()).map(|()| true)
+            }
+            LogCommand::Verify { log, keys, checkpoint, payloads, json } => {
+                verify(&log, &keys, checkpoint.as_deref(), payloads.as_deref(), json)
+            }
+            LogCommand::Erase { payloads, digest } => erase(&payloads, &digest).map(|()| true),
+            LogCommand::Fork { json, a, b } => fork(&a, &b, json).map(|fork| !fork),
+        }
+    }
 }

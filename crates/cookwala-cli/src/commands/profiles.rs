@@ -382,3 +382,205 @@ pub fn humanitarian_check(files: &[PathBuf], packs: &[PathBuf], json: bool) -> R
     }
     Ok(!blocked)
 }
+
+/// What a recipient role may receive from household facets (RFC-0001)
+///
+/// Prints the derived constraints (with the facets they come from), the facets disclosed
+/// under consent and the facets withheld with their reason (never_travels, no_consent,
+/// not_allowed_for_role, unknown_facet). Raw facet values are never printed.
+#[derive(Debug, clap::Args)]
+pub struct ConstraintsArgs {
+    /// Facets: a JSON file (or -) of [{"facet": id, ...}] or ids, or comma-separated ids
+    #[arg(long)]
+    pub facets: String,
+    /// Recipient role: grocer, delivery, planner, device_maker, program, dataset, insurer,
+    /// other_robot
+    #[arg(long)]
+    pub role: String,
+    /// ConsentGrants: a JSON file (or -) of [{"recipientRole", "scope": {"facets"|"families"}}]
+    #[arg(long)]
+    pub consents: Option<String>,
+    /// Print {"constraints","disclosed","withheld"}
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The `cookwala sms` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum SmsCommand {
+    /// Parse one message (the words given) or, with -, every line of standard input
+    ///
+    /// Prints `COMMAND key=value ...` and any gateway findings (safety.* findings block an
+    /// offer), or `error: CODE` (empty, unknown_command, usage, bad_date) with exit 1.
+    Parse {
+        /// The message, or - for one message per line of standard input
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        text: Vec<String>,
+        /// Print the profile's shape {"ok","command",...,"findings"} (one line per message)
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl SmsCommand {
+    /// Runs the subcommand; `Ok(false)` when a message does not parse.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            SmsCommand::Parse { text, json } => sms_parse(&text, json),
+        }
+    }
+}
+
+/// The `cookwala certify` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum CertifyCommand {
+    /// Verify one Certification: prints ok or the reason (exit 1 unless ok)
+    ///
+    /// Reasons: not_a_certification, the signature reasons (unsigned, unknown_key,
+    /// bad_signature, key_revoked, ...), subject_mismatch, revoked, suspended, not_yet_valid,
+    /// expired, invalid_timestamp.
+    Verify {
+        /// The authority's key set files (repeatable)
+        #[arg(long, required = true)]
+        keys: Vec<PathBuf>,
+        /// The instant to judge validity at (RFC 3339; default: now)
+        #[arg(long)]
+        now: Option<String>,
+        /// The hash of the recipe revision you hold (sha256:...); another subject is refused
+        #[arg(long)]
+        subject_hash: Option<String>,
+        /// Print {"ok","reason","id","scheme","authority"}
+        #[arg(long)]
+        json: bool,
+        /// The Certification
+        cert: PathBuf,
+    },
+    /// The certifications of a set that hold: newest per authority and scheme (exit 1 if none)
+    Pick {
+        /// The authorities' key set files (repeatable)
+        #[arg(long, required = true)]
+        keys: Vec<PathBuf>,
+        /// The instant to judge validity at (RFC 3339; default: now)
+        #[arg(long)]
+        now: Option<String>,
+        /// The hash of the recipe revision you hold
+        #[arg(long)]
+        subject_hash: Option<String>,
+        /// Print {"current":[ids],"rejected":{id: reason}}
+        #[arg(long)]
+        json: bool,
+        /// Certification files (each a document or a JSON list of documents)
+        #[arg(required = true)]
+        certs: Vec<PathBuf>,
+    },
+}
+
+impl CertifyCommand {
+    /// Runs the subcommand; `Ok(false)` when no certification holds.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            CertifyCommand::Verify { keys, now, subject_hash, json, cert } => {
+                certify_verify(&cert, &keys, now.as_deref(), subject_hash.as_deref(), json)
+            }
+            CertifyCommand::Pick { keys, now, subject_hash, json, certs } => {
+                certify_pick(&certs, &keys, now.as_deref(), subject_hash.as_deref(), json)
+            }
+        }
+    }
+}
+
+/// The `cookwala registry` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum RegistryCommand {
+    /// Check a registry name <reverse-dns namespace>/<name> (exit 1 when refused)
+    Name {
+        /// Print {"valid","reason"}
+        #[arg(long)]
+        json: bool,
+        /// The name, e.g. org.example/recipes
+        name: String,
+    },
+    /// Check that a version is exact semver (no ranges, no tags; exit 1 when refused)
+    Version {
+        /// Print {"exact","reason"}
+        #[arg(long)]
+        json: bool,
+        /// The version, e.g. 1.4.2
+        version: String,
+    },
+    /// Order two exact versions and say whether a consumer pinned to A can take B
+    Compare {
+        /// Print {"order": -1|0|1, "compatible"}
+        #[arg(long)]
+        json: bool,
+        /// The pinned version
+        a: String,
+        /// The candidate version
+        b: String,
+    },
+}
+
+impl RegistryCommand {
+    /// Runs the subcommand; `Ok(false)` when the name or version is refused.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            RegistryCommand::Name { json, name } => registry_name(&name, json),
+            RegistryCommand::Version { json, version } => registry_version(&version, json),
+            RegistryCommand::Compare { json, a, b } => registry_compare(&a, &b, json),
+        }
+    }
+}
+
+/// The `cookwala signal` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum SignalCommand {
+    /// Check a DemandSignal or SupplySignal against the policy (exit 1 when refused)
+    ///
+    /// Reasons: class_level_required, delay_too_short, must_be_open_to_all,
+    /// prices_not_allowed, region_too_fine, too_few_sources, unknown_kind.
+    Check {
+        /// Print {"ok","reasons"}
+        #[arg(long)]
+        json: bool,
+        /// The signal (JSON file or -)
+        file: PathBuf,
+    },
+}
+
+impl SignalCommand {
+    /// Runs the subcommand; `Ok(false)` when the signal is refused.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            SignalCommand::Check { json, file } => signal_check(&file, json),
+        }
+    }
+}
+
+/// The `cookwala humanitarian` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum HumanitarianCommand {
+    /// Check documents against rule packs: prints `FILE: KIND, N block, M warn` and each
+    /// finding (exit 1 when a finding blocks)
+    Check {
+        /// A RulePack file (repeatable, merged in order; default: the built-in who-codex-basic)
+        #[arg(long = "pack")]
+        packs: Vec<PathBuf>,
+        /// Print one {"file","id","kind","findings":[{"rule","severity","detail"}]} per file
+        #[arg(long)]
+        json: bool,
+        /// Offer, Handover or Distribution documents
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+impl HumanitarianCommand {
+    /// Runs the subcommand; `Ok(false)` when a finding blocks.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            HumanitarianCommand::Check { packs, json, files } => {
+                humanitarian_check(&files, &packs, json)
+            }
+        }
+    }
+}

@@ -32,6 +32,32 @@ fn number(x: f64) -> Value {
     Finite::new(x).map_or(Value::Null, Value::from)
 }
 
+/// Convert kitchen quantities (tsp 5 ml, cup 240 ml, pinch 0.36 g, ...)
+///
+/// Volume <-> mass needs --density (g/ml); without it the answer is the error
+/// needs_density, never a guess. Prints `VALUE UNIT` (rounded to 6 decimals).
+#[derive(Debug, clap::Args)]
+pub struct ConvertArgs {
+    /// The amount
+    #[arg(allow_negative_numbers = true)]
+    pub value: f64,
+    /// Its unit (tsp, tbsp, cup, pinch, dash, ml, l, g, kg, mg, or a cw.unit.* id)
+    pub unit: String,
+    /// The unit wanted
+    #[arg(long)]
+    pub to: String,
+    /// Density in g/ml, for volume <-> mass
+    #[arg(long = "density")]
+    pub density: Option<f64>,
+    /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
+    /// built-in one
+    #[arg(long = "vocab", value_name = "DIR")]
+    pub vocab: Option<PathBuf>,
+    /// Print {"value","unit"} or {"error","detail"}
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `cookwala convert VALUE UNIT --to UNIT [--density D]`.
 pub fn convert(
     vocab_dir: Option<&Path>,
@@ -79,28 +105,42 @@ pub fn convert(
     }
 }
 
-/// Arguments of `cookwala envelope`.
-#[derive(Debug)]
+/// Check a temperature trace against an op envelope (or choose a ladder rung)
+///
+/// Reasons: ok, no_thermal_envelope, target_outside_envelope, never_reached_envelope,
+/// left_envelope, missed_target. Water and steam bands shift by -1 °C per 300 m.
+#[derive(Debug, clap::Args)]
 pub struct EnvelopeArgs {
-    /// Vocabulary folder.
-    pub vocab: Option<PathBuf>,
-    /// The op.
+    /// The op id, e.g. cw.op.simmer
+    #[arg(long)]
     pub op: String,
-    /// Trace file: `[{t, tempC}]` or `{"readings": [...]}`.
+    /// Trace file: [{"t":s,"tempC":x},...] or {"readings":[...]}
+    #[arg(long, required_unless_present = "ladder")]
     pub trace: Option<PathBuf>,
-    /// Target JSON text `{value, tolerance}`.
+    /// Target as JSON: {"value":94,"tolerance":3} (tolerance absolute, °C)
+    #[arg(long)]
     pub target: Option<String>,
-    /// Kitchen altitude in metres.
+    /// Kitchen altitude in metres
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub altitude: f64,
-    /// Ladder mode: trusted sensor ids.
-    pub sensors: Vec<String>,
-    /// Ladder mode.
+    /// Print the sensor-ladder rung this device would use instead of checking a trace
+    #[arg(long, conflicts_with = "trace")]
     pub ladder: bool,
-    /// Disallow the model rung.
+    /// With --ladder: a trusted sensor id (repeatable)
+    #[arg(long = "sensor", requires = "ladder")]
+    pub sensors: Vec<String>,
+    /// With --ladder: the model rung may not be used
+    #[arg(long, requires = "ladder")]
     pub no_model: bool,
-    /// A person is present.
+    /// With --ladder: a person is present
+    #[arg(long, requires = "ladder")]
     pub human_present: bool,
-    /// JSON output.
+    /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
+    /// built-in one
+    #[arg(long = "vocab", value_name = "DIR")]
+    pub vocab: Option<PathBuf>,
+    /// Print {"envelopeOk","targetOk","reason"} (or {"choice"})
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -171,30 +211,47 @@ fn target_note(target: Option<Target>) -> String {
     })
 }
 
-/// Arguments of `cookwala dry-run` / `cookwala explain`.
-#[derive(Debug)]
+/// Can this device cook this recipe? Refuse, don't guess (exit 1 when refused)
+///
+/// Prints `accepted` or `refused: REASON at node N: DETAIL` and the plan; with --json
+/// {"state","reason","node","plan":[{"node","by","verifiedBy"}]}. Default limits: the
+/// built-in copy of the standard's default SafetyLimits pack.
+#[derive(Debug, clap::Args)]
 pub struct DryRunArgs {
-    /// Vocabulary folder.
-    pub vocab: Option<PathBuf>,
-    /// Recipe file.
+    /// The recipe
+    #[arg(long, required_unless_present = "batch")]
     pub recipe: Option<PathBuf>,
-    /// Capabilities file.
+    /// The device's capabilities document
+    #[arg(long, required_unless_present = "batch")]
     pub device: Option<PathBuf>,
-    /// A person is present.
+    /// A person is present in the kitchen
+    #[arg(long)]
     pub human_present: bool,
-    /// Disallow the model rung.
+    /// The model rung may not be used
+    #[arg(long)]
     pub no_model: bool,
-    /// SafetyLimits file.
+    /// The device's SafetyLimits pack (replaces the built-in default pack)
+    #[arg(long, conflicts_with = "no_limits")]
     pub limits: Option<PathBuf>,
-    /// Run without limits.
+    /// Run without any SafetyLimits
+    #[arg(long)]
     pub no_limits: bool,
-    /// Instant for calibrations.
+    /// Judge sensor calibrations at this instant (RFC 3339; default: now)
+    #[arg(long)]
     pub now: Option<String>,
-    /// NDJSON batch file.
+    /// NDJSON file, one case per line:
+    /// {"recipe","capabilities","humanPresent","allowModel","limits","now"}; one result per line
+    #[arg(long, conflicts_with_all = ["recipe", "device", "limits", "no_limits", "human_present", "no_model", "now"])]
     pub batch: Option<PathBuf>,
-    /// JSON output.
+    /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
+    /// built-in one
+    #[arg(long = "vocab", value_name = "DIR")]
+    pub vocab: Option<PathBuf>,
+    /// Print the JSON result
+    #[arg(long)]
     pub json: bool,
-    /// Explain for a person.
+    /// Explain the result for a person
+    #[arg(long)]
     pub explain: bool,
 }
 
@@ -410,32 +467,50 @@ fn run_batch(vocab: &Vocabulary, path: &Path) -> Result<bool> {
     }
 }
 
-/// Arguments of `cookwala precheck`.
-#[derive(Debug)]
+/// An executor's checks for an ExecuteRequest, in the upstream hub's order, then the dry run
+///
+/// Version, recipe found, recipe hash, recall, mandate (agent, start_cooking, expiry,
+/// signature with --keys, confirmBefore: irreversible always needs --confirmed), allergen
+/// blocks, untrusted text (reported as cw.incident.untrusted_instruction, never obeyed), busy.
+/// Prints {"state","reason","node","plan","findings"}; exit 1 when refused.
+#[derive(Debug, clap::Args)]
 pub struct PrecheckArgs {
-    /// Vocabulary folder.
-    pub vocab: Option<PathBuf>,
-    /// ExecuteRequest file.
+    /// The ExecuteRequest
+    #[arg(long)]
     pub request: PathBuf,
-    /// The recipe this executor holds for the request (absent: not in the catalog).
+    /// The recipe this executor holds for it (omit: not in the catalog)
+    #[arg(long)]
     pub recipe: Option<PathBuf>,
-    /// Capabilities file.
+    /// The device's capabilities document
+    #[arg(long)]
     pub device: PathBuf,
-    /// Recall files.
+    /// A Recall in force (repeatable)
+    #[arg(long = "recall")]
     pub recalls: Vec<PathBuf>,
-    /// Key files for the mandate signature.
+    /// Key files to check the mandate signature with (repeatable)
+    #[arg(long)]
     pub keys: Vec<PathBuf>,
-    /// Confirmed `confirmBefore` categories.
+    /// A confirmBefore category the principal confirmed (repeatable), e.g. irreversible
+    #[arg(long)]
     pub confirmed: Vec<String>,
-    /// The device is busy.
+    /// The device is cooking something else
+    #[arg(long)]
     pub busy: bool,
-    /// A person is present.
+    /// A person is present
+    #[arg(long)]
     pub human_present: bool,
-    /// SafetyLimits file (default: built-in pack).
+    /// The device's SafetyLimits pack (default: built-in)
+    #[arg(long)]
     pub limits: Option<PathBuf>,
-    /// Current instant.
+    /// The current instant (RFC 3339; default: now)
+    #[arg(long)]
     pub now: Option<String>,
-    /// JSON output.
+    /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
+    /// built-in one
+    #[arg(long = "vocab", value_name = "DIR")]
+    pub vocab: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
     pub json: bool,
 }
 

@@ -21,7 +21,23 @@ pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
 /// The environment variable holding the webhook signing secret (when no secret file is given).
 pub const WEBHOOK_SECRET_ENV: &str = "COOKWALA_WEBHOOK_SECRET";
 
-/// `serve` arguments (the clap definition; each doc comment is the flag's help).
+/// Run the hub: the Core HTTP API on simulated devices, stored in SQLite, until Ctrl-C
+///
+/// Non-open endpoints need `Authorization: Bearer <token>`. Tokens and their roles (owner,
+/// cook, agent, viewer) live in a tokens file, DATA/tokens.json by default, created on first
+/// start (mode 0600) with one owner token; add entries by editing it ({"name", "role",
+/// "token" or "sha256", and "agent" for agent tokens). --token or the environment variable
+/// COOKWALA_HUB_TOKEN add an owner token for scripts. Open to all: capabilities, safety
+/// limits, recalls, incidents, stop, /.well-known/cookwala.json and /openapi.yaml.
+/// Executions left running by an unclean stop are ended safely on restart.
+///
+/// Every device of the catalog (built-in, --bundle, --devices) is served under
+/// /devices/<id>/v1/...; the --device one also at /v1/... GET /v1/devices lists them.
+///
+/// Events (CloudEvents 1.0) stream at GET /cookwala/v1/events (SSE, resumable with
+/// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
+/// sha256=<HMAC-SHA256 of the body>. The webhook secret is read from --webhook-secret-file
+/// or the environment variable COOKWALA_WEBHOOK_SECRET, never from the command line.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// Listen address

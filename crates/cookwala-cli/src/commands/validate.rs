@@ -1,6 +1,6 @@
 //! `cookwala validate` and `cookwala schema export`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
@@ -153,4 +153,59 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Validate a document with cookwala's strict document types
+///
+/// Unknown fields are errors unless they start with x-; Core documents must be 0.2.x
+/// (else unsupported_version). Each problem names its JSON pointer. Exit 1 when invalid.
+#[derive(Debug, clap::Args)]
+pub struct ValidateArgs {
+    /// Document kind (default: detected): Recipe, Capabilities, SafetyLimits, KeyRecord,
+    /// AgentMandate, Recall, IncidentReport, ExecuteRequest, ExecutionStatus, StopRequest,
+    /// ExecutionLog, Disclosure, MissionEvent, Checkpoint
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Also validate against the JSON Schemas in this folder (draft 2020-12, offline; e.g.
+    /// the standard's schemas/ folder)
+    #[arg(long)]
+    pub schemas: Option<PathBuf>,
+    /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
+    /// built-in one
+    #[arg(long = "vocab", value_name = "DIR")]
+    pub vocab: Option<PathBuf>,
+    /// Print {"kind","valid","errors":[{"pointer","code","message"}],"warnings":[...]}
+    #[arg(long)]
+    pub json: bool,
+    /// The document
+    pub file: PathBuf,
+}
+
+/// The `cookwala schema` subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum SchemaCommand {
+    /// Write <Kind>.schema.json (draft 2020-12) generated from cookwala's document types
+    Export {
+        /// Output folder
+        dir: PathBuf,
+    },
+    /// Build {"kind":"SchemaBundle","version","sha256","schemas"} from a schema folder
+    Bundle {
+        /// Folder searched recursively for *.schema.json
+        #[arg(long)]
+        from: PathBuf,
+        /// Output file (the standard's tool calls it schemas-bundle.json)
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+impl SchemaCommand {
+    /// Runs the subcommand.
+    pub fn run(self) -> Result<bool> {
+        match self {
+            SchemaCommand::Export { dir } => export(&dir).map(|()| true),
+            SchemaCommand::Bundle { from, out } => bundle(&from, &out).map(|()| true),
+        }
+    }
 }

@@ -12,37 +12,21 @@ pub mod transitions;
 
 use std::collections::BTreeMap;
 
-use canonical_json::{Value, WriteError, digest::jcs_hash_without};
+use canonical_json::Value;
 
 use crate::keys::KeySet;
 use crate::signature::{Reason, truthy, verify_inner};
+
+// The hashes are defined beside the signatures that cover them; re-exported here as before.
+pub use crate::signature::{
+    CHECKPOINT_HASH_EXCLUDES, EVENT_HASH_EXCLUDES, checkpoint_hash, event_hash,
+};
 
 pub use sequencer::{
     EVENT_TYPES, EventDraft, EventStore, LogMode, MemoryEventStore, MemoryPayloadStore,
     PayloadCheck, PayloadStore, Sequencer, SequencerConfig, SequencerError, StoreError,
     check_payload, cosign, payload_digest,
 };
-
-/// The top-level fields an event hash leaves out.
-pub const EVENT_HASH_EXCLUDES: [&str; 3] = ["hash", "signature", "proposedBy"];
-/// The top-level fields a checkpoint hash leaves out.
-pub const CHECKPOINT_HASH_EXCLUDES: [&str; 2] = ["signature", "witnesses"];
-
-/// The hash of a MissionEvent.
-///
-/// # Errors
-/// When the event cannot be written as JCS.
-pub fn event_hash(event: &Value) -> Result<String, WriteError> {
-    jcs_hash_without(event, &EVENT_HASH_EXCLUDES)
-}
-
-/// The hash of a Checkpoint.
-///
-/// # Errors
-/// When the checkpoint cannot be written as JCS.
-pub fn checkpoint_hash(checkpoint: &Value) -> Result<String, WriteError> {
-    jcs_hash_without(checkpoint, &CHECKPOINT_HASH_EXCLUDES)
-}
 
 /// Why a chain does not verify.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

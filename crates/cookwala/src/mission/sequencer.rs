@@ -2,8 +2,9 @@
 //!
 //! It assigns `seq` and `prev`, computes the event hash, signs each event with its key (kind
 //! `Event`, `signedAt` = the event's `at`, as the reference's `sign_event` does) and appends the
-//! event's JCS bytes as one line to an [`EventStore`]. [`journal::Journal`] is an
-//! [`EventStore`] (one durable line per event); [`MemoryEventStore`] serves tests.
+//! event's JCS bytes as one line to an [`EventStore`]. The caller supplies the store: the
+//! command line wraps a `journal::Journal` (one durable line per event); [`MemoryEventStore`]
+//! serves tests.
 //!
 //! **`hash_only` mode** (open point 22). The payload goes to an erasable [`PayloadStore`] and the
 //! event carries `payloadDigest` = `"sha256:"` + hex(SHA-256(JCS(payload))) instead of `payload`.
@@ -65,17 +66,6 @@ pub trait EventStore {
     /// # Errors
     /// When the backend cannot write; nothing is appended then.
     fn append(&mut self, line: &[u8]) -> Result<(), StoreError>;
-}
-
-impl EventStore for journal::Journal {
-    fn load(&mut self) -> Result<Vec<Vec<u8>>, StoreError> {
-        let records = self.read_records().map_err(|e| StoreError(Box::new(e)))?;
-        Ok(records.into_iter().map(|r| r.line).collect())
-    }
-
-    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
-        journal::Journal::append(self, line).map(|_| ()).map_err(|e| StoreError(Box::new(e)))
-    }
 }
 
 /// An in-memory [`EventStore`].

@@ -3,9 +3,9 @@ use std::collections::BTreeMap;
 use canonical_json::Value;
 use cookwala::keys::{KeySet, SigningAlg, SigningKey};
 use cookwala::mission::{
-    ChainFault, CheckpointVerdict, EventDraft, MemoryEventStore, MemoryPayloadStore, PayloadCheck,
-    PayloadStore, Sequencer, SequencerConfig, SequencerError, check_payload, cosign, detect_fork,
-    verify_chain, verify_checkpoint,
+    ChainFault, CheckpointVerdict, EventDraft, EventStore, MemoryEventStore, MemoryPayloadStore,
+    PayloadCheck, PayloadStore, Sequencer, SequencerConfig, SequencerError, StoreError,
+    check_payload, cosign, detect_fork, verify_chain, verify_checkpoint,
 };
 use cookwala::signature::Reason;
 use rand::SeedableRng;
@@ -214,6 +214,20 @@ fn hash_only_erasure_keeps_the_chain() {
     assert_eq!(s2.head(), head);
 }
 
+/// A journal as an event store, as the command line adapts it.
+struct JournalStore(journal::Journal);
+
+impl EventStore for JournalStore {
+    fn load(&mut self) -> Result<Vec<Vec<u8>>, StoreError> {
+        let records = self.0.read_records().map_err(|e| StoreError(Box::new(e)))?;
+        Ok(records.into_iter().map(|r| r.line).collect())
+    }
+
+    fn append(&mut self, line: &[u8]) -> Result<(), StoreError> {
+        self.0.append(line).map(|_| ()).map_err(|e| StoreError(Box::new(e)))
+    }
+}
+
 #[test]
 fn journal_backed_log() {
     let f = fixture();
@@ -222,14 +236,14 @@ fn journal_backed_log() {
     let options = journal::OpenOptions::new().create(true);
     {
         let (j, _) = journal::Journal::open(&path, &options).unwrap();
-        let mut s = Sequencer::open(config(), f.seq_key.clone(), j, &f.keys).unwrap();
+        let mut s = Sequencer::open(config(), f.seq_key.clone(), JournalStore(j), &f.keys).unwrap();
         for i in 0..3 {
             s.append(draft(i)).unwrap();
         }
     }
     let (j, report) = journal::Journal::open(&path, &options).unwrap();
     assert_eq!(report.records, 3);
-    let s = Sequencer::open(config(), f.seq_key.clone(), j, &f.keys).unwrap();
+    let s = Sequencer::open(config(), f.seq_key.clone(), JournalStore(j), &f.keys).unwrap();
     assert_eq!(s.events().len(), 3);
     verify_chain(s.events(), Some(&f.keys)).unwrap();
 }
