@@ -228,27 +228,6 @@ pub struct DeadLetter {
 
 /// The storage the hub needs. Every method is one durable transaction.
 pub trait Storage: Send + Sync + std::fmt::Debug {
-    /// Stores a new execution and, atomically with it, the idempotency record answering it.
-    ///
-    /// # Errors
-    /// Any backend failure.
-    fn create_execution(
-        &self,
-        rec: &ExecutionRecord,
-        idem: Option<&IdempotencyRecord>,
-    ) -> Result<(), StorageError>;
-
-    /// Replaces an execution's status (and log, once final) and, atomically with it, stores an
-    /// idempotency record.
-    ///
-    /// # Errors
-    /// Any backend failure.
-    fn update_execution(
-        &self,
-        update: &StatusUpdate,
-        idem: Option<&IdempotencyRecord>,
-    ) -> Result<(), StorageError>;
-
     /// One execution.
     ///
     /// # Errors
@@ -266,12 +245,6 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// Any backend failure.
     fn idempotency(&self, key: &str) -> Result<Option<IdempotencyRecord>, StorageError>;
-
-    /// Stores an idempotency record on its own (a stop of an execution that had already ended).
-    ///
-    /// # Errors
-    /// Any backend failure.
-    fn put_idempotency(&self, idem: &IdempotencyRecord) -> Result<(), StorageError>;
 
     /// Stores an incident report and the idempotency record answering it.
     ///
@@ -640,40 +613,6 @@ fn seq_i64(seq: u64) -> i64 {
 }
 
 impl Storage for SqliteStorage {
-    fn create_execution(
-        &self,
-        rec: &ExecutionRecord,
-        idem: Option<&IdempotencyRecord>,
-    ) -> Result<(), StorageError> {
-        let mut conn = self.conn.lock()?;
-        let tx = conn.transaction()?;
-        insert_execution(&tx, rec)?;
-        if let Some(idem) = idem {
-            put_idem(&tx, idem)?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    fn update_execution(
-        &self,
-        u: &StatusUpdate,
-        idem: Option<&IdempotencyRecord>,
-    ) -> Result<(), StorageError> {
-        let mut conn = self.conn.lock()?;
-        let tx = conn.transaction()?;
-        tx.execute(
-            "UPDATE executions SET status = ?2, seq = ?3, state = ?4, is_final = ?5,
-                log = COALESCE(?6, log), updated_ms = ?7 WHERE id = ?1",
-            params![u.id, u.status, seq_i64(u.seq), u.state, u.is_final, u.log, now_ms()],
-        )?;
-        if let Some(idem) = idem {
-            put_idem(&tx, idem)?;
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
     fn execution(&self, id: &str) -> Result<Option<ExecutionRecord>, StorageError> {
         let conn = self.conn.lock()?;
         let sql = format!("{SELECT} WHERE id = ?1");
@@ -704,14 +643,6 @@ impl Storage for SqliteStorage {
                 },
             )
             .optional()?)
-    }
-
-    fn put_idempotency(&self, idem: &IdempotencyRecord) -> Result<(), StorageError> {
-        let mut conn = self.conn.lock()?;
-        let tx = conn.transaction()?;
-        put_idem(&tx, idem)?;
-        tx.commit()?;
-        Ok(())
     }
 
     fn add_incident(

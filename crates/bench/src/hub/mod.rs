@@ -337,7 +337,7 @@ pub struct Report {
 pub struct RssReport {
     /// Executions stored.
     pub executions: usize,
-    /// Wall time to store them through `Storage::create_execution` (one commit each).
+    /// Wall time to store them through `Storage::commit` (one commit each).
     pub store_secs: f64,
     /// Bytes of the database (and WAL) after storing.
     pub db_bytes: u64,

@@ -157,7 +157,7 @@ pub fn table(report: &Report) -> String {
     if let Some(r) = &report.rss {
         t.push_str(&format!(
             "\nHub RSS with {} completed executions stored ({:.1} MiB database; stored through\n\
-             Storage::create_execution in {:.1} s = {} executions/s, one commit each)\n",
+             Storage::commit in {:.1} s = {} executions/s, one commit each)\n",
             r.executions,
             r.db_bytes as f64 / 1048576.0,
             r.store_secs,

@@ -61,7 +61,11 @@ pub fn populate(data: &Path, n: usize) -> anyhow::Result<()> {
             status: 202,
             body: rec.status.clone(),
         };
-        storage.create_execution(&rec, Some(&idem))?;
+        storage.commit(&cookwala_hub::storage::Commit {
+            create: Some(rec),
+            idempotency: Some(idem),
+            ..cookwala_hub::storage::Commit::default()
+        })?;
     }
     Ok(())
 }

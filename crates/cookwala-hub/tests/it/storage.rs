@@ -1,7 +1,7 @@
 //! The SQLite store: migrations at open, durability settings, records survive a reopen.
 
 use cookwala_hub::storage::{
-    ExecutionRecord, IdempotencyRecord, SqliteStorage, StatusUpdate, Storage, StorageError,
+    Commit, ExecutionRecord, IdempotencyRecord, SqliteStorage, StatusUpdate, Storage, StorageError,
 };
 
 fn record(id: &str) -> ExecutionRecord {
@@ -32,8 +32,10 @@ fn opens_in_wal_with_full_sync_and_keeps_records_across_reopen() {
             status: 202,
             body: r#"{"seq":0}"#.to_owned(),
         };
-        s.create_execution(&record("ex-1"), Some(&idem)).unwrap();
-        s.create_execution(&record("ex-2"), None).unwrap();
+        let create =
+            |rec, idempotency| Commit { create: Some(rec), idempotency, ..Commit::default() };
+        s.commit(&create(record("ex-1"), Some(idem.clone()))).unwrap();
+        s.commit(&create(record("ex-2"), None)).unwrap();
         let done = StatusUpdate {
             id: "ex-2".to_owned(),
             status: r#"{"seq":3}"#.to_owned(),
@@ -42,11 +44,11 @@ fn opens_in_wal_with_full_sync_and_keeps_records_across_reopen() {
             is_final: true,
             log: Some("{}".to_owned()),
         };
-        s.update_execution(&done, None).unwrap();
+        s.commit(&Commit { updates: vec![done], ..Commit::default() }).unwrap();
         s.add_incident("inc-1", "{}", None).unwrap();
         // A second insert of the same key or id fails instead of overwriting.
-        assert!(s.create_execution(&record("ex-1"), None).is_err());
-        assert!(s.put_idempotency(&idem).is_err());
+        assert!(s.commit(&create(record("ex-1"), None)).is_err());
+        assert!(s.commit(&Commit { idempotency: Some(idem), ..Commit::default() }).is_err());
     }
     let conn = rusqlite::Connection::open(&path).unwrap();
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
