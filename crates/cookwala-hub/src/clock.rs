@@ -1,5 +1,6 @@
-//! The wall clock and diagnostics: the only places the hub reads the time of day or writes
-//! to stderr.
+//! The wall clock and diagnostics. The hub reads the time of day through the [`Clock`] in its
+//! configuration ([`crate::HubConfig::clock`]), so tests can set it; [`SystemClock`] is the
+//! real one, and the one place the time of day is read.
 
 /// Writes one diagnostic line to stderr; a closed stderr is ignored (never a panic).
 pub fn note(line: std::fmt::Arguments<'_>) {
@@ -14,4 +15,20 @@ pub fn unix_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// Where the hub reads the time of day.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+/// The operating system's clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        unix_ms()
+    }
 }

@@ -47,6 +47,7 @@ pub(crate) async fn claim(
     folder: Option<PathBuf>,
     key: Option<HubKey>,
     device: &Value,
+    now_ms: i64,
 ) -> Result<Value, ConformanceError> {
     let Some(dir) = folder else {
         return Ok(body(
@@ -68,7 +69,7 @@ pub(crate) async fn claim(
         ));
     };
     let capabilities_hash = canonical_json::digest::document_hash(device).ok();
-    let now = Instant::from_unix(crate::clock::unix_ms().div_euclid(1000), 0)
+    let now = Instant::from_unix(now_ms.div_euclid(1000), 0)
         .ok_or_else(|| fail(&dir, "the clock is out of range"))?;
     let at = dir.clone();
     let built = tokio::task::spawn_blocking(move || {

@@ -42,7 +42,7 @@ mod service;
 pub mod storage;
 
 pub use catalog::{Catalog, CatalogError};
-pub use clock::{note, unix_ms};
+pub use clock::{Clock, SystemClock, note, unix_ms};
 pub use error::ApiError;
 pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;

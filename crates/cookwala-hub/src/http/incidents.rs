@@ -22,7 +22,7 @@ pub(super) async fn incident(
             .incident_rate
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .admit(addr, crate::clock::unix_ms(), per_minute);
+            .admit(addr, hub.now_ms(), per_minute);
         if !admitted {
             return Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,

@@ -487,7 +487,7 @@ fn dryrun(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
     };
     let human_present = flag(args, "humanPresent", false)?;
     let allow_model = flag(args, "allowModel", true)?;
-    let now = cookwala::time::Instant::from_unix(crate::clock::unix_ms().div_euclid(1000), 0)
+    let now = cookwala::time::Instant::from_unix(hub.now_ms().div_euclid(1000), 0)
         .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
     let options =
         cookwala::dryrun::Options { human_present, allow_model, limits: Some(&limits), now };

@@ -61,7 +61,8 @@ pub(crate) struct Bus {
 }
 
 impl Bus {
-    pub(crate) fn new() -> Bus {
+    /// A bus for a hub that starts at `now_ms`.
+    pub(crate) fn new(now_ms: i64) -> Bus {
         Bus {
             committed: watch::Sender::new(0),
             live: broadcast::Sender::new(64),
@@ -69,7 +70,7 @@ impl Bus {
             gate: Mutex::new(ProgressGate::default()),
             pending: Mutex::new((Vec::new(), Vec::new())),
             started: Instant::now(),
-            boot_ms: crate::clock::unix_ms(),
+            boot_ms: now_ms,
             sim_clock_ms: AtomicU64::new(0),
             heartbeats: AtomicU64::new(0),
             last_heartbeat: Mutex::new(BTreeMap::new()),

@@ -119,7 +119,7 @@ impl Hub {
     /// # Errors
     /// The storage fails.
     pub async fn publish_recall_event(&self, recall: &Value) -> Result<(), ApiError> {
-        let event = events::recall(recall, crate::clock::unix_ms());
+        let event = events::recall(recall, self.now_ms());
         let commit = Commit { events: vec![events::to_new(&event)], ..Commit::default() };
         self.commit(commit, false).await
     }
@@ -158,7 +158,7 @@ impl Hub {
 
     fn emit_heartbeat(&self, device: &str, active: &[String]) -> Value {
         let bus = &self.inner.bus;
-        let now_ms = crate::clock::unix_ms();
+        let now_ms = self.now_ms();
         let event = events::heartbeat(&events::Heartbeat {
             device,
             boot: bus.boot_ms,

@@ -300,7 +300,7 @@ impl Hub {
             .unwrap_or_else(|| cookwala::precheck::ref_id(recipe_ref))
             .to_owned();
         let recipe = catalog.recipe(&recipe_id).cloned();
-        let now_ms = crate::clock::unix_ms();
+        let now_ms = self.now_ms();
         let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
             .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
         let recalls = crate::service::recalls::blocking(&self.recalls());

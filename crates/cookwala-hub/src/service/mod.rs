@@ -52,6 +52,8 @@ pub struct HubConfig {
     pub incidents_per_minute: u32,
     /// Browser origins allowed by CORS (`*` for any); empty: no CORS headers.
     pub cors_origins: Vec<String>,
+    /// Where the hub reads the time of day (the system clock; tests set their own).
+    pub clock: Arc<dyn crate::clock::Clock>,
     /// The operation vocabulary document served at `/v1/tools/vocab/ops` as it was loaded
     /// (`serve --vocab`; `None`: the compiled-in vocabulary).
     pub vocab_ops: Option<Value>,
@@ -95,6 +97,7 @@ impl Default for HubConfig {
             incidents_per_minute: 10,
             cors_origins: Vec::new(),
             vocab_ops: None,
+            clock: Arc::new(crate::clock::SystemClock),
             trusted_keys: cookwala::keys::KeySet::new(),
             spec: None,
             key: None,
@@ -432,6 +435,7 @@ impl Hub {
         let catalog = config.catalog.clone();
         let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
         let dev = device_id.clone();
+        let now = config.clock.now_ms();
         let (recovered, recalls) = tokio::task::spawn_blocking(move || {
             // A webhook never seen starts at the end of the outbox (it gets what happens from
             // now on, including the recovery events below), not at the whole history.
@@ -440,7 +444,7 @@ impl Hub {
                     s.set_webhook_cursor(url, s.last_event_position()?, None)?;
                 }
             }
-            let recovered = recover(&*s, &catalog, &dev)?;
+            let recovered = recover(&*s, &catalog, &dev, now)?;
             let recalls: Vec<Value> = s
                 .recalls()?
                 .iter()
@@ -449,9 +453,13 @@ impl Hub {
             Ok::<_, StorageError>((recovered, recalls))
         })
         .await??;
-        let conformance =
-            crate::conformance::claim(config.conformance.clone(), config.key.clone(), &root.doc)
-                .await?;
+        let conformance = crate::conformance::claim(
+            config.conformance.clone(),
+            config.key.clone(),
+            &root.doc,
+            now,
+        )
+        .await?;
         Ok(Hub {
             inner: Arc::new(Inner {
                 storage,
@@ -468,7 +476,7 @@ impl Hub {
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
-                bus: Bus::new(),
+                bus: Bus::new(now),
             }),
         })
     }
@@ -596,9 +604,13 @@ pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
 /// Ends every unfinished execution safely. A simulated device loses its state with the
 /// process, so its heaters are off; the execution goes to `stopped` through `stopping` where
 /// the state table requires it, `seq` moves on, and the log says `aborted_safe`.
-fn recover(s: &dyn Storage, catalog: &Catalog, device: &str) -> Result<Vec<String>, StorageError> {
+fn recover(
+    s: &dyn Storage,
+    catalog: &Catalog,
+    device: &str,
+    now: i64,
+) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
-    let now = crate::clock::unix_ms();
     let stamp = cookwala_sim::rfc3339_ms(now);
     for rec in s.unfinished()? {
         let (status, seq) = recovered_status(&rec, &stamp);
@@ -713,8 +725,7 @@ impl Hub {
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                let before =
-                    crate::clock::unix_ms().saturating_sub(days.saturating_mul(86_400_000));
+                let before = hub.now_ms().saturating_sub(days.saturating_mul(86_400_000));
                 if let Err(e) = hub.db(move |s| s.prune_reports(before)).await {
                     crate::clock::note(format_args!(
                         "cookwala hub: pruning incident reports: {e:?}"
@@ -726,6 +737,11 @@ impl Hub {
 }
 
 impl Hub {
+    /// The time of day, from the configured clock.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.inner.config.clock.now_ms()
+    }
+
     /// Simulated ms per wall ms for new executions: the configured speed, or 1 when the clock
     /// only moves through [`Hub::advance`] (tests).
     pub(crate) fn time_scale(&self) -> f64 {

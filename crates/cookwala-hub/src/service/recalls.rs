@@ -107,7 +107,7 @@ impl crate::service::Hub {
         commit.recall = Some(NewRecall { id, issued_ms: issued, body: jcs_text(&doc) });
         commit.events.push(crate::outbox::events::to_new(&crate::outbox::events::recall(
             &doc,
-            crate::clock::unix_ms(),
+            self.now_ms(),
         )));
         // The stops are already made in memory: their events are kept and retried if this
         // fails.

@@ -396,3 +396,27 @@ async fn no_builtin_catalog_serves_only_what_was_loaded() {
     let r = call(&app(hub), open_get("/v1/tools/recipes")).await;
     assert_eq!(r.body.get("recipes").and_then(Value::as_array).unwrap().len(), 0);
 }
+
+/// A clock that always says the same time.
+#[derive(Debug)]
+struct Fixed(i64);
+
+impl cookwala_hub::Clock for Fixed {
+    fn now_ms(&self) -> i64 {
+        self.0
+    }
+}
+
+#[tokio::test]
+async fn the_hub_reads_the_time_of_day_from_its_clock() {
+    // 2030-01-01T00:00:00Z
+    let clock = Arc::new(Fixed(1_893_456_000_000));
+    let hub = open(HubConfig { clock, ..config() }).await.unwrap();
+    let app = app(hub.clone());
+    let body = request("ex-clock-1", "red-lentil-soup", false);
+    let r = call(&app, post("/v1/executions", Some("clock-key-0001"), &body)).await;
+    assert!(r.str("updatedAt").starts_with("2030-01-01T00:00:00"), "{:?}", r.body);
+    let events = crate::events::outbox(&*hub.storage());
+    let time = events[0].get("time").and_then(Value::as_str).unwrap();
+    assert!(time.starts_with("2030-01-01T00:00:00"), "{time}");
+}
