@@ -236,6 +236,32 @@ impl Value {
         self.as_object().and_then(|map| map.get(key))
     }
 
+    /// The string at `key` of an object (`None` when absent or not a string).
+    pub fn str_at(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Value::as_str)
+    }
+
+    /// The integer at `key` of an object, if it fits an `i64`.
+    pub fn i64_at(&self, key: &str) -> Option<i64> {
+        self.get(key).and_then(Value::as_i64)
+    }
+
+    /// The boolean at `key` of an object.
+    pub fn bool_at(&self, key: &str) -> Option<bool> {
+        self.get(key).and_then(Value::as_bool)
+    }
+
+    /// The array at `key` of an object.
+    pub fn array_at(&self, key: &str) -> Option<&[Value]> {
+        self.get(key).and_then(Value::as_array)
+    }
+
+    /// An object built from `(key, value)` pairs (a later pair replaces an earlier one with
+    /// the same key).
+    pub fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+        Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    }
+
     /// Looks up a JSON pointer (RFC 6901), e.g. `/process/nodes/0/op`.
     pub fn pointer(&self, pointer: &str) -> Option<&Value> {
         if pointer.is_empty() {

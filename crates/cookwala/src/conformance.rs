@@ -122,7 +122,7 @@ pub fn run_vector(suite: &str, vector: &Value) -> Result<Value, RunError> {
     match suite {
         "hash" => run_hash(input),
         "signature" => run_signature(input),
-        "disclosure" => Ok(obj([("ok", disclosure::verify(input).into())])),
+        "disclosure" => Ok(Value::object([("ok", disclosure::verify(input).into())])),
         "ledger" => run_ledger(input),
         "transitions" => run_transition(kind, input),
         "units" => run_units(input),
@@ -136,7 +136,7 @@ pub fn run_vector(suite: &str, vector: &Value) -> Result<Value, RunError> {
         "profiles/signal" => {
             let reasons = signal::check(field(input, "signal")?, signal::Policy::default());
             let codes = reasons.iter().map(|r| Value::from(r.code())).collect();
-            Ok(obj([("ok", reasons.is_empty().into()), ("reasons", Value::Array(codes))]))
+            Ok(Value::object([("ok", reasons.is_empty().into()), ("reasons", Value::Array(codes))]))
         }
         "profiles/sms" => {
             let text = input.get("text").and_then(Value::as_str).unwrap_or("");
@@ -204,10 +204,6 @@ fn bad(message: &str) -> RunError {
     RunError::BadInput(message.to_owned())
 }
 
-fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
-    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 fn field<'a>(input: &'a Value, name: &str) -> Result<&'a Value, RunError> {
     input.get(name).ok_or_else(|| RunError::BadInput(format!("missing `{name}`")))
 }
@@ -221,7 +217,7 @@ fn run_hash(input: &Value) -> Result<Value, RunError> {
     let canonical = to_jcs(&body).map_err(|e| bad(&e.to_string()))?;
     let canonical = String::from_utf8(canonical).map_err(|e| bad(&e.to_string()))?;
     let hash = document_hash(input).map_err(|e| bad(&e.to_string()))?;
-    Ok(obj([("canonical", canonical.into()), ("hash", hash.into())]))
+    Ok(Value::object([("canonical", canonical.into()), ("hash", hash.into())]))
 }
 
 fn run_signature(input: &Value) -> Result<Value, RunError> {
@@ -230,14 +226,14 @@ fn run_signature(input: &Value) -> Result<Value, RunError> {
         let message = hex_decode(str_field(input, "messageHex")?)?;
         let key = SigningKey::from_private_bytes(SigningAlg::EdDsa, &seed)?;
         let sig = key.sign_raw(&message);
-        return Ok(obj([
+        return Ok(Value::object([
             ("publicKey", key.public_key().into()),
             ("signatureHex", canonical_json::digest::hex(&sig).into()),
         ]));
     }
     let keys = KeySet::from_value(field(input, "keys")?)?;
     let verdict = verify_signature(field(input, "document")?, &keys, SignedKind::Document);
-    Ok(obj([("ok", verdict.is_ok().into()), ("reason", verdict.reason.as_str().into())]))
+    Ok(Value::object([("ok", verdict.is_ok().into()), ("reason", verdict.reason.as_str().into())]))
 }
 
 fn run_ledger(input: &Value) -> Result<Value, RunError> {
@@ -248,7 +244,7 @@ fn run_ledger(input: &Value) -> Result<Value, RunError> {
             .ok_or_else(|| bad("`checkpoints` must hold two checkpoints"))?;
         let fork = mission::detect_fork(&pair[0], &pair[1]);
         let reason = if fork { "fork_detected" } else { "ok" };
-        return Ok(obj([("fork", fork.into()), ("reason", reason.into())]));
+        return Ok(Value::object([("fork", fork.into()), ("reason", reason.into())]));
     }
     let events = field(input, "events")?.as_array().ok_or_else(|| bad("`events` not an array"))?;
     // `keys: null` (or no keys) means signatures are not checked (the reference's
@@ -260,14 +256,19 @@ fn run_ledger(input: &Value) -> Result<Value, RunError> {
     let chain = mission::verify_chain(events, keys.as_ref());
     if let Some(checkpoint) = input.get("checkpoint") {
         if let Err(e) = chain {
-            return Ok(obj([("ok", false.into()), ("reason", e.reason().into())]));
+            return Ok(Value::object([("ok", false.into()), ("reason", e.reason().into())]));
         }
         let verdict = mission::verify_checkpoint(events, checkpoint, &keys.unwrap_or_default());
-        return Ok(obj([("ok", verdict.is_ok().into()), ("reason", verdict.reason().into())]));
+        return Ok(Value::object([
+            ("ok", verdict.is_ok().into()),
+            ("reason", verdict.reason().into()),
+        ]));
     }
     Ok(match chain {
-        Ok(head) => obj([("ok", true.into()), ("reason", "ok".into()), ("head", head.into())]),
-        Err(e) => obj([("ok", false.into()), ("reason", e.reason().into())]),
+        Ok(head) => {
+            Value::object([("ok", true.into()), ("reason", "ok".into()), ("head", head.into())])
+        }
+        Err(e) => Value::object([("ok", false.into()), ("reason", e.reason().into())]),
     })
 }
 
@@ -279,7 +280,7 @@ fn run_transition(kind: &str, input: &Value) -> Result<Value, RunError> {
         "mission_transition" => mission::transitions::allowed(from, to, str_field(input, "role")?),
         other => return Err(RunError::UnknownKind(other.to_owned())),
     };
-    Ok(obj([("allowed", allowed.into())]))
+    Ok(Value::object([("allowed", allowed.into())]))
 }
 
 fn hex_decode(text: &str) -> Result<Vec<u8>, RunError> {
@@ -307,7 +308,7 @@ fn float_value(x: f64) -> Value {
 fn run_units(input: &Value) -> Result<Value, RunError> {
     if let Some(q) = input.get("quantity") {
         let ok = units::quantity_problems(q, "").is_empty();
-        return Ok(obj([("schemaValid", ok.into())]));
+        return Ok(Value::object([("schemaValid", ok.into())]));
     }
     let value = num(field(input, "value")?, "value")?;
     let density = match input.get("density") {
@@ -317,8 +318,8 @@ fn run_units(input: &Value) -> Result<Value, RunError> {
     let vocab = Vocabulary::builtin();
     match units::convert(vocab, value, str_field(input, "unit")?, str_field(input, "to")?, density)
     {
-        Ok(x) => Ok(obj([("value", float_value(units::round6(x)))])),
-        Err(e) => Ok(obj([("error", e.code().into())])),
+        Ok(x) => Ok(Value::object([("value", float_value(units::round6(x)))])),
+        Err(e) => Ok(Value::object([("error", e.code().into())])),
     }
 }
 
@@ -364,7 +365,7 @@ fn run_envelope(input: &Value) -> Result<Value, RunError> {
         let allow_model = input.get("allowModel").and_then(Value::as_bool).unwrap_or(true);
         let human = input.get("humanPresent").and_then(Value::as_bool).unwrap_or(false);
         let choice = envelope::ladder_choice(vocab, op, &set, allow_model, human);
-        return Ok(obj([("choice", choice.map_or(Value::Null, Value::from))]));
+        return Ok(Value::object([("choice", choice.map_or(Value::Null, Value::from))]));
     }
     let temps = trace_temps(field(input, "readings")?)?;
     let target = trace_target(input.get("target"))?;
@@ -396,7 +397,7 @@ fn run_dryrun(input: &Value) -> Result<Value, RunError> {
             .map_err(|e| bad(&e.to_string()))?;
     let reason = result.refusal.as_ref().map_or(Value::Null, |r| r.reason.as_str().into());
     let by = Value::Array(result.plan.iter().map(|r| r.by.as_str().into()).collect());
-    Ok(obj([("state", result.state().into()), ("reason", reason), ("by", by)]))
+    Ok(Value::object([("state", result.state().into()), ("reason", reason), ("by", by)]))
 }
 
 fn run_sensor_trust(kind: &str, input: &Value) -> Result<Value, RunError> {
@@ -413,13 +414,13 @@ fn run_sensor_trust(kind: &str, input: &Value) -> Result<Value, RunError> {
                 allow_model,
                 human,
             );
-            Ok(obj([("choice", choice.map_or(Value::Null, Value::from))]))
+            Ok(Value::object([("choice", choice.map_or(Value::Null, Value::from))]))
         }
         "plausibility" => {
             let readings = field(input, "readings")?.as_array().ok_or_else(|| bad("readings"))?;
             let sensors = input.get("sensors").and_then(Value::as_array).unwrap_or_default();
             let p = envelope::check_plausibility(readings, sensors, 1.0);
-            Ok(obj([("ok", p.ok.into()), ("reason", p.reason.into())]))
+            Ok(Value::object([("ok", p.ok.into()), ("reason", p.reason.into())]))
         }
         other => Err(RunError::UnknownKind(other.to_owned())),
     }
@@ -440,7 +441,7 @@ fn run_certification(kind: &str, input: &Value) -> Result<Value, RunError> {
                 now,
                 vector_subject(input),
             );
-            Ok(obj([("ok", reason.is_ok().into()), ("reason", reason.as_str().into())]))
+            Ok(Value::object([("ok", reason.is_ok().into()), ("reason", reason.as_str().into())]))
         }
         "certification_set" => {
             let certs = field(input, "certifications")?
@@ -483,7 +484,7 @@ fn run_disclosure_policy(input: &Value) -> Result<Value, RunError> {
 fn run_federation(input: &Value) -> Result<Value, RunError> {
     let keys = KeySet::from_value(field(input, "keys")?)?;
     let reason = federation::verify_relayed(field(input, "document")?, &keys);
-    Ok(obj([("ok", reason.is_ok().into()), ("reason", reason.as_str().into())]))
+    Ok(Value::object([("ok", reason.is_ok().into()), ("reason", reason.as_str().into())]))
 }
 
 fn run_registry(kind: &str, input: &Value) -> Result<Value, RunError> {
@@ -494,15 +495,18 @@ fn run_registry(kind: &str, input: &Value) -> Result<Value, RunError> {
                 None => Err(registry::NameProblem::Length),
             };
             let reason = result.map_or_else(registry::NameProblem::code, |()| "ok");
-            Ok(obj([("valid", result.is_ok().into()), ("reason", reason.into())]))
+            Ok(Value::object([("valid", result.is_ok().into()), ("reason", reason.into())]))
         }
         "registry_version" => {
             let Some(version) = input.get("version").and_then(Value::as_str) else {
-                return Ok(obj([("exact", false.into()), ("reason", "not_a_string".into())]));
+                return Ok(Value::object([
+                    ("exact", false.into()),
+                    ("reason", "not_a_string".into()),
+                ]));
             };
             let result = registry::check_version(version);
             let reason = result.map_or_else(registry::VersionProblem::code, |()| "ok");
-            Ok(obj([("exact", result.is_ok().into()), ("reason", reason.into())]))
+            Ok(Value::object([("exact", result.is_ok().into()), ("reason", reason.into())]))
         }
         other => Err(RunError::UnknownKind(other.to_owned())),
     }

@@ -15,14 +15,6 @@ pub const CONTEXT_TYPE: &str = "dwp-context-manifest";
 /// At most this many dead ends are carried.
 pub const DEAD_END_LIMIT: usize = 50;
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 /// The next action for a task: the first rung of the ladder that applies.
 ///
 /// 1. no approval cites the live contract → `approve`;
@@ -32,12 +24,12 @@ fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
 /// 5. an open criterion → `gate` (with its declared check);
 /// 6. otherwise → `complete`.
 pub fn next_action(contract: &Value, contract_id: &str, events: &[Value], task: &Value) -> Value {
-    let id = str_field(task, "id").unwrap_or("");
+    let id = task.str_at("id").unwrap_or("");
     let approved = events.iter().any(|e| {
-        str_field(e, "type") == Some("approval") && str_field(e, "contract_id") == Some(contract_id)
+        e.str_at("type") == Some("approval") && e.str_at("contract_id") == Some(contract_id)
     });
     if !approved {
-        return obj([
+        return Value::object([
             ("action", "approve".into()),
             ("detail", "no approval cites the live contract".into()),
         ]);
@@ -46,7 +38,7 @@ pub fn next_action(contract: &Value, contract_id: &str, events: &[Value], task: 
         if let Some(pre) = pre.as_str()
             && !projection::task_complete(contract, events, pre)
         {
-            return obj([
+            return Value::object([
                 ("action", "wait".into()),
                 ("detail", format!("prerequisite {pre} is incomplete").into()),
             ]);
@@ -54,13 +46,13 @@ pub fn next_action(contract: &Value, contract_id: &str, events: &[Value], task: 
     }
     let start = projection::task_start_seq_of(events, id);
     if start.is_none() {
-        return obj([
+        return Value::object([
             ("action", "start".into()),
             ("detail", format!("dwp ledger start --task {id}").into()),
         ]);
     }
     if let Some(f) = projection::invariant_findings(contract, events, start).into_iter().next() {
-        return obj([("action", "evaluate-invariant".into()), ("detail", f.into())]);
+        return Value::object([("action", "evaluate-invariant".into()), ("detail", f.into())]);
     }
     let states = projection::criterion_states(contract, events, id).unwrap_or_default();
     for intent in task.get("gate_intent").and_then(Value::as_array).unwrap_or(&[]) {
@@ -69,7 +61,7 @@ pub fn next_action(contract: &Value, contract_id: &str, events: &[Value], task: 
             s.get("criterion") == cid && s.get("satisfied").and_then(Value::as_bool) != Some(true)
         });
         if open {
-            return obj([
+            return Value::object([
                 ("action", "gate".into()),
                 ("criterion", cid.cloned().unwrap_or(Value::Null)),
                 ("check", intent.get("check").cloned().unwrap_or(Value::Null)),
@@ -81,7 +73,7 @@ pub fn next_action(contract: &Value, contract_id: &str, events: &[Value], task: 
             ]);
         }
     }
-    obj([
+    Value::object([
         ("action", "complete".into()),
         ("detail", format!("dwp ledger complete --task {id}").into()),
     ])
@@ -92,37 +84,37 @@ pub fn dead_ends(events: &[Value], task: &str, criteria: &[&str]) -> Vec<Value> 
     let mut out: Vec<Value> = events
         .iter()
         .filter_map(|e| {
-            let etype = str_field(e, "type")?;
+            let etype = e.str_at("type")?;
             let summary = match etype {
                 "gate_run"
-                    if str_field(e, "task") == Some(task)
+                    if e.str_at("task") == Some(task)
                         && e.get("exit_code").and_then(Value::as_i64) != Some(0) =>
                 {
                     format!(
                         "{} exited {} on {}",
-                        str_field(e, "command").unwrap_or(""),
+                        e.str_at("command").unwrap_or(""),
                         crate::py::str_opt(e.get("exit_code")),
-                        str_field(e, "criterion").unwrap_or("")
+                        e.str_at("criterion").unwrap_or("")
                     )
                 }
                 "control_pair"
-                    if str_field(e, "criterion").is_some_and(|c| criteria.contains(&c))
-                        && str_field(e, "verdict") != Some("discriminating") =>
+                    if e.str_at("criterion").is_some_and(|c| criteria.contains(&c))
+                        && e.str_at("verdict") != Some("discriminating") =>
                 {
                     format!(
                         "control pair on {} was {}",
-                        str_field(e, "criterion").unwrap_or(""),
-                        str_field(e, "verdict").unwrap_or("")
+                        e.str_at("criterion").unwrap_or(""),
+                        e.str_at("verdict").unwrap_or("")
                     )
                 }
-                "refusal" if str_field(e, "subject").is_some_and(|s| s.contains(task)) => format!(
+                "refusal" if e.str_at("subject").is_some_and(|s| s.contains(task)) => format!(
                     "refused at {}: {}",
-                    str_field(e, "stage").unwrap_or(""),
-                    str_field(e, "reason").unwrap_or("")
+                    e.str_at("stage").unwrap_or(""),
+                    e.str_at("reason").unwrap_or("")
                 ),
                 _ => return None,
             };
-            Some(obj([
+            Some(Value::object([
                 ("seq", seq_of(e).into()),
                 ("type", etype.into()),
                 ("summary", summary.chars().take(300).collect::<String>().into()),
@@ -152,7 +144,7 @@ pub fn manifest(
         .and_then(Value::as_array)
         .unwrap_or(&[])
         .iter()
-        .filter(|c| str_field(c, "criterion").is_some_and(|id| crit_ids.contains(&id)))
+        .filter(|c| c.str_at("criterion").is_some_and(|id| crit_ids.contains(&id)))
         .cloned()
         .collect();
     let start = projection::task_start_seq_of(events, task_id);
@@ -161,7 +153,7 @@ pub fn manifest(
         ("type", Value::from(CONTEXT_TYPE)),
         (
             "plan",
-            obj([
+            Value::object([
                 ("plan", contract.get("plan").cloned().unwrap_or(Value::Null)),
                 ("contract_id", contract_id.into()),
                 ("revision", contract.get("revision").cloned().unwrap_or_else(|| 1i64.into())),
@@ -170,7 +162,7 @@ pub fn manifest(
         ),
         (
             "task",
-            obj([
+            Value::object([
                 ("id", task_id.into()),
                 ("title", task.get("title").cloned().unwrap_or(Value::Null)),
                 ("status", projection::task_status(contract, events, task_id).into()),
@@ -181,7 +173,7 @@ pub fn manifest(
         ),
         (
             "freshness",
-            obj([
+            Value::object([
                 ("last_seq", events.iter().map(seq_of).max().unwrap_or(0).into()),
                 ("journal_sha256", journal_sha256.map_or(Value::Null, Value::from)),
             ]),

@@ -94,20 +94,12 @@ impl fmt::Debug for Inputs<'_> {
     }
 }
 
-fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 fn field(v: &Value, key: &str) -> Value {
     v.get(key).cloned().unwrap_or(Value::Null)
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn type_of(v: &Value) -> Option<&str> {
-    str_field(v, "type")
+    v.str_at("type")
 }
 
 /// The task, or [`ContextError::UnknownTask`].
@@ -135,7 +127,8 @@ pub fn inputs_fingerprint(contract_id: &str, files: &SurfaceHashes) -> String {
         .iter()
         .map(|(k, v)| (k.clone(), v.as_deref().map_or(Value::Null, Value::from)))
         .collect();
-    let body = obj([("contract_id", contract_id.into()), ("files", Value::Object(files))]);
+    let body =
+        Value::object([("contract_id", contract_id.into()), ("files", Value::Object(files))]);
     let bytes =
         canonical_json::to_python(&body, canonical_json::PyFormat::COMPACT).unwrap_or_default();
     canonical_json::digest::sha256_hex(&bytes)
@@ -144,11 +137,9 @@ pub fn inputs_fingerprint(contract_id: &str, files: &SurfaceHashes) -> String {
 fn approvals_of(events: &[Value], contract_id: &str) -> Vec<Value> {
     events
         .iter()
-        .filter(|e| {
-            type_of(e) == Some("approval") && str_field(e, "contract_id") == Some(contract_id)
-        })
+        .filter(|e| type_of(e) == Some("approval") && e.str_at("contract_id") == Some(contract_id))
         .map(|e| {
-            obj([
+            Value::object([
                 ("authority", field(e, "authority")),
                 ("mechanism", field(e, "mechanism")),
                 ("ts", field(e, "ts")),
@@ -172,11 +163,11 @@ pub fn invariant_status(contract: &Value, events: &[Value]) -> BTreeMap<String, 
         .and_then(Value::as_array)
         .unwrap_or(&[])
         .iter()
-        .filter_map(|i| str_field(i, "id").map(str::to_owned))
+        .filter_map(|i| i.str_at("id").map(str::to_owned))
         .collect();
     let mut latest: BTreeMap<&str, (i64, &str, &str)> = BTreeMap::new();
     for e in events.iter().filter(|e| type_of(e) == Some("observation")) {
-        let Some(statement) = str_field(e, "statement") else { continue };
+        let Some(statement) = e.str_at("statement") else { continue };
         for iid in &ids {
             let Some(verdict) =
                 statement.strip_prefix(iid.as_str()).and_then(|r| r.strip_prefix(": "))
@@ -200,11 +191,11 @@ pub fn invariant_status(contract: &Value, events: &[Value]) -> BTreeMap<String, 
     let mut out = BTreeMap::new();
     for iid in &ids {
         let status = match latest.get(iid.as_str()) {
-            None => obj([("state", "unevaluated".into()), ("seq", Value::Null)]),
+            None => Value::object([("state", "unevaluated".into()), ("seq", Value::Null)]),
             Some((seq, _, _)) if *seq < reference => {
-                obj([("state", "stale".into()), ("seq", (*seq).into())])
+                Value::object([("state", "stale".into()), ("seq", (*seq).into())])
             }
-            Some((seq, outcome, statement)) => obj([
+            Some((seq, outcome, statement)) => Value::object([
                 ("state", (*outcome).into()),
                 ("seq", (*seq).into()),
                 ("detail", (*statement).into()),
@@ -238,7 +229,7 @@ pub fn dead_ends(
                     }
                     continue;
                 }
-                entries.push(obj([
+                entries.push(Value::object([
                     ("kind", "failed_gate".into()),
                     ("seq", seq.into()),
                     ("ts", field(e, "ts")),
@@ -252,7 +243,7 @@ pub fn dead_ends(
             }
             Some("refusal") => {
                 let key = (field(e, "subject"), field(e, "stage"));
-                let entry = obj([
+                let entry = Value::object([
                     ("kind", "refusal".into()),
                     ("seq", seq.into()),
                     ("ts", field(e, "ts")),
@@ -267,8 +258,8 @@ pub fn dead_ends(
                     None => refusals.push((key, entry)),
                 }
             }
-            Some("adaptation") if str_field(e, "decision") == Some("refused") => {
-                entries.push(obj([
+            Some("adaptation") if e.str_at("decision") == Some("refused") => {
+                entries.push(Value::object([
                     ("kind", "refused_adaptation".into()),
                     ("seq", seq.into()),
                     ("ts", field(e, "ts")),
@@ -277,8 +268,8 @@ pub fn dead_ends(
                     ("cause", format!("journal seq {seq}").into()),
                 ]));
             }
-            Some("control_pair") if str_field(e, "verdict") == Some("non_discriminating") => {
-                entries.push(obj([
+            Some("control_pair") if e.str_at("verdict") == Some("non_discriminating") => {
+                entries.push(Value::object([
                     ("kind", "non_discriminating_control".into()),
                     ("seq", seq.into()),
                     ("ts", field(e, "ts")),
@@ -293,14 +284,14 @@ pub fn dead_ends(
     }
     let mut kept: Vec<Value> = Vec::new();
     for mut entry in entries {
-        let kind = str_field(&entry, "kind").unwrap_or("").to_owned();
+        let kind = entry.str_at("kind").unwrap_or("").to_owned();
         if kind == "failed_gate"
             && entry.get("run_fingerprint").is_some_and(|fp| passing.contains(&fp))
         {
             continue;
         }
         if kind == "non_discriminating_control"
-            && str_field(&entry, "recorded_contract_id") != Some(contract_id)
+            && entry.str_at("recorded_contract_id") != Some(contract_id)
             && let Some(map) = entry.as_object_mut()
         {
             map.insert("aged_out".to_owned(), "superseded contract revision".into());
@@ -315,7 +306,7 @@ pub fn dead_ends(
 
 fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) -> Value {
     if approvals_of(events, contract_id).is_empty() {
-        return obj([
+        return Value::object([
             ("step", "approval".into()),
             (
                 "action",
@@ -329,7 +320,7 @@ fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) 
         ]);
     }
     if task_start_seq_of(events, task).is_none() {
-        return obj([
+        return Value::object([
             ("step", "start".into()),
             (
                 "action",
@@ -342,14 +333,14 @@ fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) 
         ]);
     }
     let satisfied = |c: &Value| c.get("satisfied").and_then(Value::as_bool) == Some(true);
-    let mechanism = |c: &Value| str_field(c, "mechanism").unwrap_or("").to_owned();
+    let mechanism = |c: &Value| c.str_at("mechanism").unwrap_or("").to_owned();
     let criterion = |c: &Value| str_opt(c.get("criterion"));
     let blocked: Vec<&Value> =
         mine.iter().filter(|c| mechanism(c).starts_with("blocked")).collect();
     if !blocked.is_empty() {
         let list: Vec<String> =
             blocked.iter().map(|c| format!("{} ({})", criterion(c), mechanism(c))).collect();
-        return obj([
+        return Value::object([
             ("step", "authority".into()),
             (
                 "action",
@@ -366,12 +357,11 @@ fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) 
     let controlled: Vec<&Value> = mine
         .iter()
         .filter(|c| {
-            !satisfied(c)
-                && str_field(c, "control_kind").is_some_and(|k| CONTROL_KINDS.contains(&k))
+            !satisfied(c) && c.str_at("control_kind").is_some_and(|k| CONTROL_KINDS.contains(&k))
         })
         .collect();
     if let Some(first) = controlled.first() {
-        return obj([
+        return Value::object([
             ("step", "control".into()),
             (
                 "action",
@@ -387,7 +377,7 @@ fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) 
     }
     let open: Vec<&Value> = mine.iter().filter(|c| !satisfied(c)).collect();
     if let Some(first) = open.first() {
-        return obj([
+        return Value::object([
             ("step", "evidence".into()),
             (
                 "action",
@@ -401,7 +391,7 @@ fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) 
             ("criteria", ids(&open)),
         ]);
     }
-    obj([
+    Value::object([
         ("step", "complete".into()),
         (
             "action",
@@ -416,13 +406,13 @@ fn next_action(contract_id: &str, events: &[Value], task: &str, mine: &[Value]) 
 
 fn history_triggers(contract: &Value, events: &[Value], task: &str) -> Value {
     let mut triggers =
-        vec![obj([("trigger", "none".into()), ("loads", "this manifest alone".into())])];
+        vec![Value::object([("trigger", "none".into()), ("loads", "this manifest alone".into())])];
     if let Some(handoff) = contract.pointer("/scheduling/handoff").and_then(Value::as_object)
         && !handoff.is_empty()
     {
         let pairs: Vec<String> =
             handoff.iter().map(|(k, v)| format!("{k}={}", str_of(v))).collect();
-        triggers.push(obj([
+        triggers.push(Value::object([
             ("trigger", format!("handoff ({})", pairs.join("; ")).into()),
             ("loads", "state.json + this manifest + the handoff observation".into()),
         ]));
@@ -434,7 +424,7 @@ fn history_triggers(contract: &Value, events: &[Value], task: &str) -> Value {
                 .is_some_and(|a| a.iter().any(|t| t.as_str() == Some(task)))
     });
     if amended {
-        triggers.push(obj([
+        triggers.push(Value::object([
             ("trigger", "an amendment affects this task".into()),
             ("loads", "the amendment event and the revised criterion text".into()),
         ]));
@@ -470,7 +460,7 @@ pub fn manifest(
         .and_then(Value::as_array)
         .unwrap_or(&[])
         .iter()
-        .filter(|c| str_field(c, "task") == Some(task))
+        .filter(|c| c.str_at("task") == Some(task))
         .cloned()
         .collect();
     let states = criterion_states(contract, events, task).unwrap_or_default();
@@ -495,8 +485,8 @@ pub fn manifest(
     let evidence: Vec<Value> = satisfied
         .iter()
         .map(|s| {
-            let pointer = str_field(s, "evidence_path");
-            obj([
+            let pointer = s.str_at("evidence_path");
+            Value::object([
                 ("criterion", field(s, "criterion")),
                 ("seq", field(s, "via_seq")),
                 ("trust", field(s, "trust")),
@@ -515,7 +505,7 @@ pub fn manifest(
             let mut m = Map::new();
             m.insert("id".to_owned(), field(inv, "id"));
             m.insert("statement".to_owned(), field(inv, "statement"));
-            if let Some(Value::Object(s)) = str_field(inv, "id").and_then(|i| status.get(i)) {
+            if let Some(Value::Object(s)) = inv.str_at("id").and_then(|i| status.get(i)) {
                 m.extend(s.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
             Value::Object(m)
@@ -545,10 +535,10 @@ pub fn manifest(
     put("contract_id", inputs.contract_id.into());
     put("contract_revision", field(contract, "revision"));
     put("task", task.into());
-    put("as_of", obj([("last_seq", last_seq.into()), ("event_ts", event_ts.into())]));
+    put("as_of", Value::object([("last_seq", last_seq.into()), ("event_ts", event_ts.into())]));
     put(
         "authorization",
-        obj([
+        Value::object([
             ("approvals", Value::Array(approvals_of(events, inputs.contract_id))),
             ("contract_authorization", field(contract, "authorization")),
             ("permissions", field(contract, "permissions")),
@@ -556,7 +546,7 @@ pub fn manifest(
     );
     put(
         "repository_rules",
-        obj([
+        Value::object([
             ("scope", field(contract, "scope")),
             ("invariants", Value::Array(invariants)),
             ("dependencies", field(contract, "dependencies")),
@@ -564,7 +554,7 @@ pub fn manifest(
     );
     put(
         "touched_surface",
-        obj([
+        Value::object([
             ("files", Value::Object(files)),
             ("widen_discovery", Value::Bool(widen)),
             ("widen_reasons", Value::Array(reasons)),
@@ -576,7 +566,7 @@ pub fn manifest(
     put("dead_ends", Value::Array(dead_ends(events, inputs.contract_id, inputs.run_fingerprints)));
     put(
         "freshness",
-        obj([
+        Value::object([
             ("inputs_fingerprint", inputs_fingerprint(inputs.contract_id, inputs.files).into()),
             (
                 "rule",
@@ -603,7 +593,7 @@ pub fn freshness(summary: &Value, current: &str) -> Result<Value, ContextError> 
     }
     let stored = stored.cloned().unwrap_or(Value::Null);
     let fresh = stored.as_str() == Some(current);
-    Ok(obj([
+    Ok(Value::object([
         ("verdict", if fresh { "fresh" } else { "stale" }.into()),
         ("stored", stored),
         ("current", current.into()),
@@ -661,7 +651,7 @@ fn round3(x: f64) -> f64 {
 
 fn span_hours(events: &[Value]) -> Option<f64> {
     let mut stamps: Vec<&str> =
-        events.iter().filter_map(|e| str_field(e, "ts")).filter(|t| !t.is_empty()).collect();
+        events.iter().filter_map(|e| e.str_at("ts")).filter(|t| !t.is_empty()).collect();
     if stamps.len() < 2 {
         return None;
     }
@@ -676,7 +666,7 @@ fn span_hours(events: &[Value]) -> Option<f64> {
 fn latest_sample<'a>(events: &'a [Value], key: &str, want: &str) -> Option<&'a Value> {
     let mut best: Option<&Value> = None;
     for e in events.iter().filter(|e| type_of(e) == Some("resource_sample")) {
-        if str_field(e, key) != Some(want) {
+        if e.str_at(key) != Some(want) {
             continue;
         }
         if best.is_none_or(|b| seq_of(e) > seq_of(b)) {
@@ -700,10 +690,14 @@ pub fn accounting(
         bytes.insert(rel.clone(), size.map_or(Value::Null, Value::from));
     }
     let missing = |reason: &str| {
-        obj([("value", Value::Null), ("status", "missing".into()), ("reason", reason.into())])
+        Value::object([
+            ("value", Value::Null),
+            ("status", "missing".into()),
+            ("reason", reason.into()),
+        ])
     };
     let sample = |e: &Value| {
-        obj([
+        Value::object([
             ("value", field(e, "value")),
             ("source", field(e, "source")),
             ("seq", field(e, "seq")),
@@ -712,10 +706,10 @@ pub fn accounting(
     let tokens = latest_sample(events, "unit", "tokens");
     let spend = latest_sample(events, "limit_id", "spend_usd");
     let span = span_hours(events).and_then(Finite::new);
-    obj([
+    Value::object([
         (
             "instruction_bytes",
-            obj([("source", "measured".into()), ("bytes", Value::Object(bytes))]),
+            Value::object([("source", "measured".into()), ("bytes", Value::Object(bytes))]),
         ),
         (
             "provider_tokens",
@@ -736,7 +730,10 @@ pub fn accounting(
         (
             "wall_clock_hours",
             match span {
-                Some(h) => obj([("value", h.into()), ("source", "recorded event ts span".into())]),
+                Some(h) => Value::object([
+                    ("value", h.into()),
+                    ("source", "recorded event ts span".into()),
+                ]),
                 None => missing("fewer than two timestamped events"),
             },
         ),

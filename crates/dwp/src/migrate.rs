@@ -48,10 +48,6 @@ fn lossy(msg: impl Into<String>) -> MigrateError {
     MigrateError::Lossy(msg.into())
 }
 
-fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 fn strs(items: &[&str]) -> Value {
     Value::Array(items.iter().map(|s| Value::from(*s)).collect())
 }
@@ -71,7 +67,7 @@ pub fn slug(title: &str) -> String {
 
 /// sha256 over Python's compact sorted `{"manifest", "state"}`: the pre-authorization digest.
 pub fn source_digest(manifest: &Value, state: &Value) -> String {
-    let body = obj([("manifest", manifest.clone()), ("state", state.clone())]);
+    let body = Value::object([("manifest", manifest.clone()), ("state", state.clone())]);
     let bytes = canonical_json::to_python_compact(&body).unwrap_or_default();
     canonical_json::digest::sha256_hex(&bytes)
 }
@@ -249,7 +245,7 @@ pub fn map_tasks(
             } else if exit_code != 0 {
                 reasons.push(format!("gate {i} claims passes=true with exit {exit_code}"));
             }
-            gates.push(obj([
+            gates.push(Value::object([
                 ("index", i.into()),
                 ("command", command.into()),
                 ("passes", passes.into()),
@@ -332,7 +328,7 @@ pub fn anchor_contract(
                     .to_owned(),
                 _ => "the task's declared gates pass under v6 execution".to_owned(),
             };
-            obj([
+            Value::object([
                 ("id", t.criterion.as_str().into()),
                 ("statement", t.title.as_str().into()),
                 ("observable_check", check.into()),
@@ -348,7 +344,7 @@ pub fn anchor_contract(
                 || format!("v5 task record {} (no gate recorded)", t.surface),
                 str::to_owned,
             );
-            obj([
+            Value::object([
                 ("id", t.v6_id.as_str().into()),
                 ("title", t.title.as_str().into()),
                 (
@@ -358,7 +354,7 @@ pub fn anchor_contract(
                 ("touched_surface", strs(&[t.surface.as_str()])),
                 (
                     "gate_intent",
-                    Value::Array(vec![obj([
+                    Value::Array(vec![Value::object([
                         ("criterion", t.criterion.as_str().into()),
                         ("check", check.chars().take(200).collect::<String>().into()),
                     ])]),
@@ -376,7 +372,7 @@ pub fn anchor_contract(
         ("title", title.clone()),
         (
             "outcome",
-            obj([
+            Value::object([
                 (
                     "statement",
                     format!("Migrated from v5 plan {folder}: {}", crate::py::str_of(&title)).into(),
@@ -394,11 +390,11 @@ pub fn anchor_contract(
                 ),
             ]),
         ),
-        ("acceptance", obj([("criteria", Value::Array(criteria))])),
+        ("acceptance", Value::object([("criteria", Value::Array(criteria))])),
         ("invariants", Value::Array(Vec::new())),
         (
             "scope",
-            obj([
+            Value::object([
                 ("allowed_paths", strs(&[format!(".dwp/plans/{folder}/").as_str()])),
                 ("allowed_command_classes", strs(&["true"])),
                 ("forbidden_operations", strs(&["publication", "force-push", "history-deletion"])),
@@ -406,7 +402,7 @@ pub fn anchor_contract(
         ),
         (
             "authorization",
-            obj([
+            Value::object([
                 ("mechanism", "pre_authorization".into()),
                 ("authority", authority.into()),
                 ("timestamp", updated),
@@ -424,7 +420,7 @@ pub fn anchor_contract(
         ),
         (
             "permissions",
-            obj([
+            Value::object([
                 ("granted", Value::Array(Vec::new())),
                 ("not_granted", strs(&crate::validate::CAPABILITIES)),
             ]),
@@ -432,9 +428,9 @@ pub fn anchor_contract(
         ("dependencies", Value::Array(Vec::new())),
         (
             "resource_envelope",
-            obj([(
+            Value::object([(
                 "limits",
-                Value::Array(vec![obj([
+                Value::Array(vec![Value::object([
                     ("id", "v5_unmetered".into()),
                     ("limit", 0i64.into()),
                     ("unit", "unspecified".into()),
@@ -464,7 +460,7 @@ pub fn preview(
                 .gates
                 .iter()
                 .map(|g| {
-                    obj([
+                    Value::object([
                         ("index", g.get("index").cloned().unwrap_or(Value::Null)),
                         ("command", g.get("command").cloned().unwrap_or(Value::Null)),
                         ("exit_code", g.get("exit_code").cloned().unwrap_or(Value::Null)),
@@ -478,7 +474,7 @@ pub fn preview(
                     ])
                 })
                 .collect();
-            obj([
+            Value::object([
                 ("v5_id", t.v5_id.into()),
                 ("v6_id", t.v6_id.as_str().into()),
                 ("criterion", t.criterion.as_str().into()),
@@ -503,7 +499,7 @@ pub fn preview(
                 .collect(),
         )
     };
-    obj([
+    Value::object([
         ("type", PREVIEW_TYPE.into()),
         ("plan", folder.into()),
         ("source_digest", source_digest.into()),

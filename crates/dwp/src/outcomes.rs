@@ -51,12 +51,8 @@ impl fmt::Display for OutcomesError {
 
 impl std::error::Error for OutcomesError {}
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn type_is(event: &Value, etype: &str) -> bool {
-    str_field(event, "type") == Some(etype)
+    event.str_at("type") == Some(etype)
 }
 
 /// The statement of a review observation, or the closed-set refusal.
@@ -77,8 +73,7 @@ pub fn review_statement(state: &str, finding: Option<&str>) -> Result<String, Ou
 pub fn review_state(events: &[Value]) -> Option<Value> {
     let mut latest = None;
     for event in events.iter().filter(|e| type_is(e, "observation")) {
-        let Some(rest) = str_field(event, "statement").and_then(|s| s.strip_prefix("REVIEW: "))
-        else {
+        let Some(rest) = event.str_at("statement").and_then(|s| s.strip_prefix("REVIEW: ")) else {
             continue;
         };
         let (state, finding) = match rest.split_once(':') {
@@ -113,7 +108,7 @@ pub fn owner_of<'a>(contract: &'a Value, criterion: &str) -> Option<&'a str> {
         projection::intent_criteria(t)
             .iter()
             .any(|c| c.as_str() == Some(criterion))
-            .then(|| str_field(t, "id"))
+            .then(|| t.str_at("id"))
             .flatten()
     })
 }
@@ -122,7 +117,7 @@ pub fn owner_of<'a>(contract: &'a Value, criterion: &str) -> Option<&'a str> {
 pub fn control_kind<'a>(contract: &'a Value, criterion: &str) -> Option<&'a str> {
     criteria(contract)
         .iter()
-        .find(|c| str_field(c, "id") == Some(criterion))
+        .find(|c| c.str_at("id") == Some(criterion))
         .and_then(|c| c.get("control"))
         .and_then(|c| c.get("kind"))
         .and_then(Value::as_str)
@@ -152,7 +147,7 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
         std::collections::HashMap::new();
     let mut no_states: Vec<Value> = Vec::new();
     for crit in criteria(contract) {
-        let Some(cid) = str_field(crit, "id") else { continue };
+        let Some(cid) = crit.str_at("id") else { continue };
         let owner = owner_of(contract, cid);
         let kind = crit.get("control").and_then(|c| c.get("kind")).and_then(Value::as_str);
         let mut entry = Map::from([
@@ -173,15 +168,15 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
                 .iter()
                 .filter(|e| {
                     type_is(e, "control_pair")
-                        && str_field(e, "criterion") == Some(cid)
+                        && e.str_at("criterion") == Some(cid)
                         && seq_of(e) >= floor
                 })
                 .collect();
-            let observed = |p: &&&Value| str_field(p, "trust") == Some("observed");
+            let observed = |p: &&&Value| p.str_at("trust") == Some("observed");
             if let Some(best) = pairs
                 .iter()
                 .filter(observed)
-                .rfind(|p| str_field(p, "verdict") == Some("discriminating"))
+                .rfind(|p| p.str_at("verdict") == Some("discriminating"))
             {
                 done = true;
                 mechanism = "control_pair".to_owned();
@@ -196,7 +191,7 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
             } else if !pairs.iter().any(|p| observed(&p)) {
                 mechanism =
                     "open (pair is asserted, not executed - a claim is not behavior)".to_owned();
-            } else if pairs.iter().any(|p| str_field(p, "verdict") == Some("control_unavailable")) {
+            } else if pairs.iter().any(|p| p.str_at("verdict") == Some("control_unavailable")) {
                 mechanism = "blocked (control unavailable: the pair proves nothing and never \
                              rounds up)"
                     .to_owned();
@@ -213,7 +208,7 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
                     .or_insert_with(|| criterion_states(contract, events, o).unwrap_or_default()),
                 None => &mut no_states,
             };
-            let state = states.iter().find(|s| str_field(s, "criterion") == Some(cid));
+            let state = states.iter().find(|s| s.str_at("criterion") == Some(cid));
             match state {
                 Some(st) if st.get("satisfied").and_then(Value::as_bool) == Some(true) => {
                     done = true;
@@ -221,7 +216,7 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
                     let signoff = events.iter().any(|e| {
                         e.get("seq") == Some(&via)
                             && type_is(e, "gate_run")
-                            && str_field(e, "command") == Some("signoff (asserted, not executed)")
+                            && e.str_at("command") == Some("signoff (asserted, not executed)")
                     });
                     mechanism = if signoff { "signoff" } else { "evidence" }.to_owned();
                     entry.insert("via_seq".to_owned(), via);
@@ -273,10 +268,9 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
         entry.insert("mechanism".to_owned(), mechanism.into());
         decisions.push(Value::Object(entry));
     }
-    let blocked = decisions
-        .iter()
-        .any(|d| str_field(d, "mechanism").is_some_and(|m| m.starts_with("blocked")));
-    let critical = review.as_ref().is_some_and(|r| str_field(r, "state") == Some("critical"));
+    let blocked =
+        decisions.iter().any(|d| d.str_at("mechanism").is_some_and(|m| m.starts_with("blocked")));
+    let critical = review.as_ref().is_some_and(|r| r.str_at("state") == Some("critical"));
     Value::Object(Map::from([
         ("criteria".to_owned(), Value::Array(decisions)),
         ("review".to_owned(), review.unwrap_or(Value::Null)),
@@ -319,7 +313,7 @@ pub fn receipt(
         crits.iter().filter(|c| c.get("satisfied").and_then(Value::as_bool) == Some(true)).count();
     let blocked = crits
         .iter()
-        .filter(|c| str_field(c, "mechanism").is_some_and(|m| m.starts_with("blocked")))
+        .filter(|c| c.str_at("mechanism").is_some_and(|m| m.starts_with("blocked")))
         .count();
     let opt = |s: &Option<String>| s.as_deref().map_or(Value::Null, Value::from);
     let mut doc = Map::from([

@@ -52,10 +52,6 @@ fn type_of(event: &Value) -> Option<&str> {
     event.get("type").and_then(Value::as_str)
 }
 
-fn str_field<'a>(event: &'a Value, key: &str) -> Option<&'a str> {
-    event.get(key).and_then(Value::as_str)
-}
-
 fn int(n: i64) -> Value {
     Value::Number(Number::Int(canonical_json::Integer::Small(n)))
 }
@@ -68,18 +64,14 @@ fn s(text: &str) -> Value {
 pub fn task_start_seq_of(events: &[Value], task: &str) -> Option<i64> {
     events
         .iter()
-        .filter(|e| type_of(e) == Some("task_start") && str_field(e, "task") == Some(task))
+        .filter(|e| type_of(e) == Some("task_start") && e.str_at("task") == Some(task))
         .map(seq_of)
         .max()
 }
 
 /// The contract's task object by id.
 pub fn find_task<'a>(contract: &'a Value, task: &str) -> Option<&'a Value> {
-    contract
-        .get("tasks")
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|t| str_field(t, "id") == Some(task))
+    contract.get("tasks").and_then(Value::as_array)?.iter().find(|t| t.str_at("id") == Some(task))
 }
 
 /// The criterion ids a task's `gate_intent` declares, in order.
@@ -98,11 +90,11 @@ pub fn invalidated_before(events: &[Value]) -> BTreeMap<String, i64> {
     let approved: BTreeSet<&str> = events
         .iter()
         .filter(|e| type_of(e) == Some("approval"))
-        .filter_map(|e| str_field(e, "contract_id"))
+        .filter_map(|e| e.str_at("contract_id"))
         .collect();
     let mut found: BTreeMap<String, i64> = BTreeMap::new();
     for event in events.iter().filter(|e| type_of(e) == Some("amendment")) {
-        if let Some(tag) = amend_tag(str_field(event, "note").unwrap_or(""))
+        if let Some(tag) = amend_tag(event.str_at("note").unwrap_or(""))
             && !approved.contains(tag)
         {
             continue;
@@ -157,7 +149,7 @@ fn criterion_states_with(
         .and_then(Value::as_array)
         .unwrap_or(&[])
     {
-        if let Some(id) = str_field(c, "id") {
+        if let Some(id) = c.str_at("id") {
             let labels = c
                 .get("accepted_evidence")
                 .and_then(Value::as_array)
@@ -178,7 +170,7 @@ fn criterion_states_with(
         for event in events {
             if type_of(event) != Some("gate_run")
                 || event.get("criterion") != Some(cid)
-                || str_field(event, "task") != Some(task_id)
+                || event.str_at("task") != Some(task_id)
             {
                 continue;
             }
@@ -187,7 +179,7 @@ fn criterion_states_with(
                 stale.push(event.get("seq").cloned().unwrap_or(Value::Null));
                 continue;
             }
-            let trust = str_field(event, "trust");
+            let trust = event.str_at("trust");
             let passed = event.get("exit_code").and_then(Value::as_i64) == Some(0);
             if trust.is_some_and(|t| wanted.contains(&t))
                 && passed
@@ -247,13 +239,13 @@ pub fn invariant_findings(
 ) -> Vec<String> {
     let mut findings = Vec::new();
     for inv in contract.get("invariants").and_then(Value::as_array).unwrap_or(&[]) {
-        let Some(iid) = str_field(inv, "id") else { continue };
+        let Some(iid) = inv.str_at("id") else { continue };
         let pass = format!("{iid}: pass");
         let fail = format!("{iid}: fail");
         let fail_prefix = format!("{iid}: fail:");
         let latest = events.iter().rev().find(|e| {
             type_of(e) == Some("observation")
-                && str_field(e, "statement")
+                && e.str_at("statement")
                     .is_some_and(|st| st == pass || st == fail || st.starts_with(&fail_prefix))
         });
         match latest {
@@ -263,7 +255,7 @@ pub fn invariant_findings(
                 crate::py::str_opt(e.get("seq")),
                 start_seq.unwrap_or(0)
             )),
-            Some(e) if str_field(e, "statement") != Some(pass.as_str()) => {
+            Some(e) if e.str_at("statement") != Some(pass.as_str()) => {
                 findings.push(format!("{iid} failed (seq {})", crate::py::str_opt(e.get("seq"))))
             }
             Some(_) => {}
@@ -276,7 +268,7 @@ pub fn invariant_findings(
 pub fn delegations<'a>(events: &'a [Value], task: Option<&str>) -> BTreeMap<String, &'a Value> {
     let mut latest = BTreeMap::new();
     for event in events.iter().filter(|e| type_of(e) == Some("delegation")) {
-        if task.is_some_and(|t| str_field(event, "task") != Some(t)) {
+        if task.is_some_and(|t| event.str_at("task") != Some(t)) {
             continue;
         }
         latest.insert(crate::py::str_opt(event.get("delegation_id")), event);
@@ -315,7 +307,7 @@ impl Positions {
         if !etype.is_empty() && seq > self.seqs.get(etype).copied().unwrap_or(0) {
             self.seqs.insert(etype.to_owned(), seq);
         }
-        if let Some(ts) = str_field(event, "ts")
+        if let Some(ts) = event.str_at("ts")
             && self.updated_at.as_deref().is_none_or(|u| ts > u)
         {
             self.updated_at = Some(ts.to_owned());
@@ -370,7 +362,7 @@ fn snapshot_with(
     let invalid = invalidated_before(events);
     let mut tasks = Vec::new();
     for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
-        let Some(id) = str_field(task, "id") else { continue };
+        let Some(id) = task.str_at("id") else { continue };
         let started = task_start_seq_of(events, id);
         let states = criterion_states_with(contract, events, id, &invalid).unwrap_or_default();
         let status = match started {
@@ -410,7 +402,7 @@ fn snapshot_with(
         .iter()
         .rev()
         .find(|e| {
-            type_of(e) == Some("intervention") && str_field(e, "category") == Some("new_authority")
+            type_of(e) == Some("intervention") && e.str_at("category") == Some("new_authority")
         })
         .and_then(|e| e.get("question").cloned())
         .unwrap_or(Value::Null);

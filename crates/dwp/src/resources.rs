@@ -82,20 +82,12 @@ impl fmt::Display for ResourcesError {
 
 impl std::error::Error for ResourcesError {}
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn type_is(e: &Value, t: &str) -> bool {
-    str_field(e, "type") == Some(t)
+    e.str_at("type") == Some(t)
 }
 
 fn float(x: f64) -> Value {
     Finite::new(x).map_or(Value::Null, Value::from)
-}
-
-fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 fn limits(contract: &Value) -> &[Value] {
@@ -157,7 +149,7 @@ fn epoch_seconds(ts: &str) -> Option<i64> {
 pub fn journal_spent(unit: &str, events: &[Value]) -> Option<f64> {
     let low = unit.to_lowercase();
     if ["hour", "wall", "time"].iter().any(|n| low.contains(n)) || low.contains(" h") {
-        let mut stamps: Vec<&str> = events.iter().filter_map(|e| str_field(e, "ts")).collect();
+        let mut stamps: Vec<&str> = events.iter().filter_map(|e| e.str_at("ts")).collect();
         stamps.sort_unstable();
         let (Some(first), Some(last)) = (stamps.first(), stamps.last()) else { return Some(0.0) };
         if stamps.len() < 2 {
@@ -169,7 +161,7 @@ pub fn journal_spent(unit: &str, events: &[Value]) -> Option<f64> {
     let runs: Vec<&Value> = events.iter().filter(|e| type_is(e, "gate_run")).collect();
     if low.contains("retr") || low.contains("attempt") {
         let keys: std::collections::BTreeSet<(Option<&str>, Option<&str>)> =
-            runs.iter().map(|e| (str_field(e, "task"), str_field(e, "criterion"))).collect();
+            runs.iter().map(|e| (e.str_at("task"), e.str_at("criterion"))).collect();
         return Some(runs.len().saturating_sub(keys.len()) as f64);
     }
     if ["call", "dispatch", "invocation"].iter().any(|n| low.contains(n)) {
@@ -182,8 +174,7 @@ pub fn journal_spent(unit: &str, events: &[Value]) -> Option<f64> {
 pub fn settlements(events: &[Value]) -> BTreeMap<String, Vec<(String, i64)>> {
     let mut found: BTreeMap<String, Vec<(String, i64)>> = BTreeMap::new();
     for e in events.iter().filter(|e| type_is(e, "observation")) {
-        let Some(rest) = str_field(e, "statement").and_then(|s| s.strip_prefix("RESERVATION: "))
-        else {
+        let Some(rest) = e.str_at("statement").and_then(|s| s.strip_prefix("RESERVATION: ")) else {
             continue;
         };
         let Some((key, tail)) = rest.split_once(": ") else { continue };
@@ -228,12 +219,12 @@ pub fn check_settlement(
 fn pending_by_limit(contract: &Value, events: &[Value]) -> BTreeMap<String, f64> {
     let mut pending: BTreeMap<String, f64> = limits(contract)
         .iter()
-        .filter_map(|l| str_field(l, "id"))
+        .filter_map(|l| l.str_at("id"))
         .map(|id| (id.to_owned(), 0.0))
         .collect();
     for e in events
         .iter()
-        .filter(|e| type_is(e, "adaptation") && str_field(e, "decision") == Some("authorized"))
+        .filter(|e| type_is(e, "adaptation") && e.str_at("decision") == Some("authorized"))
     {
         let Some(impact) = e.get("resource_impact") else { continue };
         let declared = impact.get("declared").and_then(Value::as_f64).unwrap_or(0.0);
@@ -242,7 +233,7 @@ fn pending_by_limit(contract: &Value, events: &[Value]) -> BTreeMap<String, f64>
         }
         for l in limits(contract) {
             if l.get("unit") == impact.get("unit")
-                && let Some(id) = str_field(l, "id")
+                && let Some(id) = l.str_at("id")
             {
                 *pending.entry(id.to_owned()).or_insert(0.0) += declared;
             }
@@ -258,8 +249,8 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
     let mut refusal = Value::Null;
     let mut unsupported = Vec::new();
     for limit in limits(contract) {
-        let lid = str_field(limit, "id").unwrap_or("");
-        let unit = str_field(limit, "unit").unwrap_or("");
+        let lid = limit.str_at("id").unwrap_or("");
+        let unit = limit.str_at("unit").unwrap_or("");
         let value = limit.get("limit").and_then(Value::as_f64);
         // Upstream `limit.get('reserve') or 0`: a missing, null or zero reserve is the int 0.
         let reserve_v = limit
@@ -272,8 +263,8 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
         let samples = |observed: bool| {
             events.iter().rev().find(|e| {
                 type_is(e, "resource_sample")
-                    && str_field(e, "limit_id") == Some(lid)
-                    && (str_field(e, "trust") == Some("observed")) == observed
+                    && e.str_at("limit_id") == Some(lid)
+                    && (e.str_at("trust") == Some("observed")) == observed
             })
         };
         // Upstream: the latest observed sample is metered; every other trust is advisory.
@@ -282,7 +273,7 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
         let asserted = samples(false).and_then(|e| e.get("value")).cloned().unwrap_or(Value::Null);
         let mut spent = None;
         let mut spent_v = Value::Null;
-        let mode = if str_field(limit, "enforcement") == Some("advisory") {
+        let mode = if limit.str_at("enforcement") == Some("advisory") {
             "advisory (declared advisory)".to_owned()
         } else if source.is_none() {
             format!(
@@ -317,7 +308,7 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
         let over =
             mode.starts_with("enforced") && ceiling.is_some_and(|c| spent.unwrap_or(0.0) + p > c);
         if over && refusal.is_null() {
-            refusal = obj([
+            refusal = Value::object([
                 ("rule", "limit-exhausted".into()),
                 (
                     "detail",
@@ -362,7 +353,7 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
         }
         rows.push(Value::Object(row));
     }
-    obj([
+    Value::object([
         ("limits", Value::Array(rows)),
         ("refusal", refusal),
         ("host_capabilities", caps_value(caps)),
@@ -375,12 +366,12 @@ pub fn envelope_report(contract: &Value, events: &[Value], caps: &BTreeMap<Strin
 pub fn dispatch_hold(contract: &Value, events: &[Value]) -> Option<Value> {
     let enforced: Vec<&str> = limits(contract)
         .iter()
-        .filter(|l| str_field(l, "enforcement") == Some("enforced"))
-        .filter_map(|l| str_field(l, "id"))
+        .filter(|l| l.str_at("enforcement") == Some("enforced"))
+        .filter_map(|l| l.str_at("id"))
         .collect();
     let mut latest: BTreeMap<String, (String, String, i64)> = BTreeMap::new();
     for e in events.iter().filter(|e| type_is(e, "observation")) {
-        let Some(rest) = str_field(e, "statement").and_then(|s| s.strip_prefix("LIMIT: ")) else {
+        let Some(rest) = e.str_at("statement").and_then(|s| s.strip_prefix("LIMIT: ")) else {
             continue;
         };
         let Some((state, tail)) = rest.split_once(' ') else { continue };
@@ -397,7 +388,11 @@ pub fn dispatch_hold(contract: &Value, events: &[Value]) -> Option<Value> {
         .filter(|(id, (state, _, _))| enforced.contains(&id.as_str()) && state == "exhausted")
         .max_by_key(|(_, (_, _, seq))| *seq)
         .map(|(id, (_, detail, seq))| {
-            obj([("limit_id", id.into()), ("reason", detail.into()), ("via_seq", seq.into())])
+            Value::object([
+                ("limit_id", id.into()),
+                ("reason", detail.into()),
+                ("via_seq", seq.into()),
+            ])
         })
 }
 
@@ -411,7 +406,7 @@ pub fn limit_statement(
     recover: bool,
     detail: &str,
 ) -> Result<String, ResourcesError> {
-    if !limits(contract).iter().any(|l| str_field(l, "id") == Some(limit_id)) {
+    if !limits(contract).iter().any(|l| l.str_at("id") == Some(limit_id)) {
         return Err(ResourcesError::UndeclaredLimit(limit_id.to_owned()));
     }
     let state = if recover { "recovered" } else { "exhausted" };
@@ -446,10 +441,10 @@ pub fn routing_posture(contract: &Value, caps: &BTreeMap<String, bool>) -> Value
     if !has("subagents") {
         parallel.push(Value::from("host capability subagents"));
     }
-    obj([
+    Value::object([
         (
             "model",
-            obj([
+            Value::object([
                 (
                     "posture",
                     if missing.is_empty() { "switching_authorized" } else { "fixed_model" }.into(),
@@ -460,7 +455,7 @@ pub fn routing_posture(contract: &Value, caps: &BTreeMap<String, bool>) -> Value
         ),
         (
             "parallel",
-            obj([
+            Value::object([
                 (
                     "posture",
                     if parallel.is_empty() { "parallel_authorized" } else { "sequential_only" }

@@ -39,16 +39,8 @@ pub const ADAPT_FIELDS: [&str; 12] = [
     "resource_impact",
 ];
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 fn type_is(event: &Value, etype: &str) -> bool {
-    str_field(event, "type") == Some(etype)
-}
-
-fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    event.str_at("type") == Some(etype)
 }
 
 fn scheduling_limit(contract: &Value, key: &str, default: i64) -> i64 {
@@ -74,12 +66,16 @@ fn satisfied(state: &Value) -> bool {
 
 /// A refusal decision.
 pub fn refuse(rule: &str, reason: impl Into<String>) -> Value {
-    obj([("decision", "refuse".into()), ("rule", rule.into()), ("reason", reason.into().into())])
+    Value::object([
+        ("decision", "refuse".into()),
+        ("rule", rule.into()),
+        ("reason", reason.into().into()),
+    ])
 }
 
 /// True for an accept decision.
 pub fn accepted(decision: &Value) -> bool {
-    str_field(decision, "decision") == Some("accept")
+    decision.str_at("decision") == Some("accept")
 }
 
 /// The deterministic ready list: `[{task, waiting_since_seq, waiting_events, rank,
@@ -92,12 +88,12 @@ pub fn ready(contract: &Value, events: &[Value]) -> Vec<Value> {
     // One satisfaction pass per task, shared by the completion and prerequisite checks.
     let states: std::collections::HashMap<&str, Vec<Value>> = tasks(contract)
         .iter()
-        .filter_map(|t| str_field(t, "id"))
+        .filter_map(|t| t.str_at("id"))
         .map(|id| (id, criterion_states(contract, events, id).unwrap_or_default()))
         .collect();
     let empty = Vec::new();
     for (index, task) in tasks(contract).iter().enumerate() {
-        let Some(id) = str_field(task, "id") else { continue };
+        let Some(id) = task.str_at("id") else { continue };
         if states.get(id).is_some_and(|s| s.iter().all(satisfied)) {
             continue;
         }
@@ -123,14 +119,14 @@ pub fn ready(contract: &Value, events: &[Value]) -> Vec<Value> {
         .map(|(i, (waiting, _, task, since))| {
             let boost = waiting >= threshold;
             let aging = if boost {
-                obj([
+                Value::object([
                     ("waiting_since_seq", since.into()),
                     ("threshold", threshold.to_string().into()),
                 ])
             } else {
                 Value::Null
             };
-            obj([
+            Value::object([
                 ("task", task.into()),
                 ("waiting_since_seq", since.into()),
                 ("waiting_events", waiting.into()),
@@ -148,7 +144,7 @@ pub fn boosts(contract: &Value, events: &[Value]) -> Vec<Value> {
         .into_iter()
         .filter(|r| r.get("priority_boost").and_then(Value::as_bool) == Some(true))
         .map(|r| {
-            obj([
+            Value::object([
                 ("task", r.get("task").cloned().unwrap_or(Value::Null)),
                 ("priority_boost", true.into()),
                 ("aging", r.get("aging").cloned().unwrap_or(Value::Null)),
@@ -171,13 +167,12 @@ fn invariant_reference(events: &[Value]) -> Option<i64> {
 fn invariant_refusal(contract: &Value, events: &[Value]) -> Option<Value> {
     let reference = invariant_reference(events).unwrap_or(0);
     for inv in contract.get("invariants").and_then(Value::as_array).unwrap_or(&[]) {
-        let Some(iid) = str_field(inv, "id") else { continue };
+        let Some(iid) = inv.str_at("id") else { continue };
         let head = format!("{iid}: ");
         // The latest grammar-matching evaluation (ties go to the later record).
         let mut latest: Option<(i64, bool)> = None;
         for e in events.iter().filter(|e| type_is(e, "observation")) {
-            let Some(verdict) = str_field(e, "statement").and_then(|st| st.strip_prefix(&head))
-            else {
+            let Some(verdict) = e.str_at("statement").and_then(|st| st.strip_prefix(&head)) else {
                 continue;
             };
             let pass = match verdict {
@@ -233,9 +228,7 @@ fn declared(impact: &Value) -> Option<f64> {
 }
 
 fn authorized_adaptations(events: &[Value]) -> impl Iterator<Item = &Value> {
-    events
-        .iter()
-        .filter(|e| type_is(e, "adaptation") && str_field(e, "decision") == Some("authorized"))
+    events.iter().filter(|e| type_is(e, "adaptation") && e.str_at("decision") == Some("authorized"))
 }
 
 fn envelope_refusal(contract: &Value, events: &[Value], own: Option<&Value>) -> Option<Value> {
@@ -245,17 +238,17 @@ fn envelope_refusal(contract: &Value, events: &[Value], own: Option<&Value>) -> 
         .and_then(Value::as_array)
         .unwrap_or(&[]);
     for limit in limits {
-        if str_field(limit, "enforcement") != Some("enforced") {
+        if limit.str_at("enforcement") != Some("enforced") {
             continue;
         }
-        let id = str_field(limit, "id").unwrap_or("");
+        let id = limit.str_at("id").unwrap_or("");
         let unit = limit.get("unit");
         // The latest observed sample (ties go to the later record).
         let mut sample: Option<&Value> = None;
         for e in events.iter().filter(|e| {
             type_is(e, "resource_sample")
-                && str_field(e, "limit_id") == Some(id)
-                && str_field(e, "trust") == Some("observed")
+                && e.str_at("limit_id") == Some(id)
+                && e.str_at("trust") == Some("observed")
         }) {
             if sample.is_none_or(|s| seq_of(e) >= seq_of(s)) {
                 sample = Some(e);
@@ -343,7 +336,7 @@ pub fn authorize(contract: &Value, contract_id: &str, events: &[Value], proposal
     }
     let approved = events
         .iter()
-        .any(|e| type_is(e, "approval") && str_field(e, "contract_id") == Some(contract_id));
+        .any(|e| type_is(e, "approval") && e.str_at("contract_id") == Some(contract_id));
     if !approved {
         return refuse(
             "approval-missing",
@@ -410,7 +403,7 @@ fn authorize_select(contract: &Value, events: &[Value], prop: &Map) -> Value {
     }
     let surface: BTreeSet<&str> = str_list(task.get("touched_surface")).into_iter().collect();
     for other in tasks(contract) {
-        let Some(oid) = str_field(other, "id") else { continue };
+        let Some(oid) = other.str_at("id") else { continue };
         if oid == task_id
             || projection::task_start_seq_of(events, oid).is_none()
             || task_complete(contract, events, oid)
@@ -441,7 +434,7 @@ fn authorize_select(contract: &Value, events: &[Value], prop: &Map) -> Value {
         "prerequisites",
         "surface-serialization",
     ];
-    obj([
+    Value::object([
         ("decision", "accept".into()),
         ("type", "select".into()),
         ("task", task_id.into()),
@@ -466,7 +459,7 @@ fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: 
         );
     }
     let last_seq = events.iter().map(seq_of).max().unwrap_or(0);
-    let last_ts = events.iter().filter_map(|e| str_field(e, "ts")).filter(|t| !t.is_empty()).max();
+    let last_ts = events.iter().filter_map(|e| e.str_at("ts")).filter(|t| !t.is_empty()).max();
     let mut event: Map = prop
         .iter()
         .filter(|(k, _)| k.as_str() != "type")
@@ -482,7 +475,7 @@ fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: 
     event.insert("contract_id".to_owned(), contract_id.into());
     event.insert(
         "actor".to_owned(),
-        obj([("kind", "agent".into()), ("identity", SCHEDULER_IDENTITY.into())]),
+        Value::object([("kind", "agent".into()), ("identity", SCHEDULER_IDENTITY.into())]),
     );
     event.insert("decision".to_owned(), "authorized".into());
     let event = Value::Object(event);
@@ -513,14 +506,14 @@ fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: 
             );
         }
     }
-    if str_field(&event, "kind") == Some("retry") {
+    if event.str_at("kind") == Some("retry") {
         let criteria: BTreeSet<&str> =
             str_list(prop.get("affected_criteria")).into_iter().collect();
         let max_retries = scheduling_limit(contract, "max_retries_per_gate", DEFAULT_MAX_RETRIES);
         let shares =
             |e: &Value| str_list(e.get("affected_criteria")).iter().any(|c| criteria.contains(c));
         let retries = authorized_adaptations(events)
-            .filter(|e| str_field(e, "kind") == Some("retry") && shares(e))
+            .filter(|e| e.str_at("kind") == Some("retry") && shares(e))
             .count();
         if i64::try_from(retries).unwrap_or(i64::MAX) >= max_retries {
             return refuse(
@@ -535,7 +528,7 @@ fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: 
             .iter()
             .filter(|e| {
                 type_is(e, "gate_run")
-                    && str_field(e, "criterion").is_some_and(|c| criteria.contains(c))
+                    && e.str_at("criterion").is_some_and(|c| criteria.contains(c))
             })
             .map(seq_of)
             .max()
@@ -561,7 +554,7 @@ fn authorize_adapt(contract: &Value, contract_id: &str, events: &[Value], prop: 
         "caps",
         "blind-retry",
     ];
-    obj([
+    Value::object([
         ("decision", "accept".into()),
         ("type", "adapt".into()),
         ("event", event),

@@ -8,45 +8,40 @@ use crate::outcomes::closure;
 use crate::projection::{self, seq_of};
 use crate::scheduler;
 
-fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
-    Value::Object(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 /// The summary document (`dwp status --json`).
 pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
     let closed = closure(contract, events);
     let crit_rows = closed.get("criteria").and_then(Value::as_array).unwrap_or(&[]);
     let ready = scheduler::ready(contract, events);
     let approved = events.iter().any(|e| {
-        str_field(e, "type") == Some("approval") && str_field(e, "contract_id") == Some(contract_id)
+        e.str_at("type") == Some("approval") && e.str_at("contract_id") == Some(contract_id)
     });
     let mut blocked: Vec<Value> = Vec::new();
     if !approved {
-        blocked.push(obj([
+        blocked.push(Value::object([
             ("subject", "plan".into()),
             ("reason", "no approval cites the live contract".into()),
         ]));
     }
     let mut tasks = Vec::new();
     for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
-        let Some(id) = str_field(task, "id") else { continue };
+        let Some(id) = task.str_at("id") else { continue };
         let status = projection::task_status(contract, events, id);
         let criteria: Vec<Value> = projection::intent_criteria(task)
             .iter()
             .filter_map(|c| c.as_str())
             .map(|cid| {
-                let row = crit_rows.iter().find(|r| str_field(r, "criterion") == Some(cid));
-                let mechanism = row.and_then(|r| str_field(r, "mechanism")).unwrap_or("open");
+                let row = crit_rows.iter().find(|r| r.str_at("criterion") == Some(cid));
+                let mechanism = row.and_then(|r| r.str_at("mechanism")).unwrap_or("open");
                 let done =
                     row.and_then(|r| r.get("satisfied")).and_then(Value::as_bool) == Some(true);
                 if mechanism.starts_with("blocked") {
-                    blocked.push(obj([("subject", cid.into()), ("reason", mechanism.into())]));
+                    blocked.push(Value::object([
+                        ("subject", cid.into()),
+                        ("reason", mechanism.into()),
+                    ]));
                 }
-                obj([
+                Value::object([
                     ("criterion", cid.into()),
                     ("satisfied", done.into()),
                     ("mechanism", mechanism.into()),
@@ -57,7 +52,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
             for pre in task.get("prerequisites").and_then(Value::as_array).unwrap_or(&[]) {
                 let Some(pre) = pre.as_str() else { continue };
                 if !projection::task_complete(contract, events, pre) {
-                    blocked.push(obj([
+                    blocked.push(Value::object([
                         ("subject", id.into()),
                         ("reason", format!("waits for prerequisite {pre}").into()),
                     ]));
@@ -66,10 +61,10 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         }
         let open_delegations = projection::delegations(events, Some(id))
             .values()
-            .filter(|e| str_field(e, "state") == Some("launched"))
+            .filter(|e| e.str_at("state") == Some("launched"))
             .count();
         if open_delegations > 0 {
-            blocked.push(obj([
+            blocked.push(Value::object([
                 ("subject", id.into()),
                 (
                     "reason",
@@ -78,7 +73,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
                 ),
             ]));
         }
-        tasks.push(obj([
+        tasks.push(Value::object([
             ("id", id.into()),
             ("title", task.get("title").cloned().unwrap_or(Value::Null)),
             ("status", status.into()),
@@ -90,12 +85,12 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         ]));
     }
     let reference =
-        events.iter().filter(|e| str_field(e, "type") == Some("task_start")).map(seq_of).max();
+        events.iter().filter(|e| e.str_at("type") == Some("task_start")).map(seq_of).max();
     for finding in projection::invariant_findings(contract, events, reference) {
-        blocked.push(obj([("subject", "invariant".into()), ("reason", finding.into())]));
+        blocked.push(Value::object([("subject", "invariant".into()), ("reason", finding.into())]));
     }
     if closed.get("review_blocks").and_then(Value::as_bool) == Some(true) {
-        blocked.push(obj([
+        blocked.push(Value::object([
             ("subject", "review".into()),
             ("reason", "a critical review blocks plan completion".into()),
         ]));
@@ -104,7 +99,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         .iter()
         .filter(|r| r.get("satisfied").and_then(Value::as_bool) == Some(true))
         .count();
-    let done_tasks = tasks.iter().filter(|t| str_field(t, "status") == Some("completed")).count();
+    let done_tasks = tasks.iter().filter(|t| t.str_at("status") == Some("completed")).count();
     let next: Vec<Value> = ready.iter().filter_map(|r| r.get("task").cloned()).collect();
     let mut doc = Map::from([
         ("plan".to_owned(), contract.get("plan").cloned().unwrap_or(Value::Null)),
@@ -114,7 +109,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         ("approved".to_owned(), approved.into()),
         (
             "totals".to_owned(),
-            obj([
+            Value::object([
                 ("tasks", tasks.len().into()),
                 ("tasks_completed", done_tasks.into()),
                 ("criteria", crit_rows.len().into()),
@@ -137,10 +132,10 @@ fn paint(on: bool, code: &str, text: &str) -> String {
 pub fn render_text(doc: &Value, colour: bool) -> String {
     let mut out = String::new();
     let n = |p: &str| doc.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-    let cid = str_field(doc, "contract_id").unwrap_or("");
+    let cid = doc.str_at("contract_id").unwrap_or("");
     out.push_str(&format!(
         "{} — revision {} contract {} ({} events)\n",
-        paint(colour, "1", str_field(doc, "plan").unwrap_or("?")),
+        paint(colour, "1", doc.str_at("plan").unwrap_or("?")),
         n("/revision"),
         crate::py::head(cid, 12),
         n("/last_seq")
@@ -153,7 +148,7 @@ pub fn render_text(doc: &Value, colour: bool) -> String {
         n("/totals/criteria")
     ));
     for task in doc.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
-        let status = str_field(task, "status").unwrap_or("");
+        let status = task.str_at("status").unwrap_or("");
         let code = match status {
             "completed" => "32",
             "in_progress" => "33",
@@ -162,16 +157,16 @@ pub fn render_text(doc: &Value, colour: bool) -> String {
         out.push_str(&format!(
             "  {} {} {}\n",
             paint(colour, code, &format!("{status:<11}")),
-            str_field(task, "id").unwrap_or(""),
-            str_field(task, "title").unwrap_or("")
+            task.str_at("id").unwrap_or(""),
+            task.str_at("title").unwrap_or("")
         ));
         for c in task.get("criteria").and_then(Value::as_array).unwrap_or(&[]) {
             let done = c.get("satisfied").and_then(Value::as_bool) == Some(true);
             let mark = if done { paint(colour, "32", "✓") } else { paint(colour, "31", "✗") };
             out.push_str(&format!(
                 "      {mark} {} — {}\n",
-                str_field(c, "criterion").unwrap_or(""),
-                str_field(c, "mechanism").unwrap_or("")
+                c.str_at("criterion").unwrap_or(""),
+                c.str_at("mechanism").unwrap_or("")
             ));
         }
     }
@@ -194,8 +189,8 @@ pub fn render_text(doc: &Value, colour: bool) -> String {
         for b in blocked {
             out.push_str(&format!(
                 "  - {}: {}\n",
-                str_field(b, "subject").unwrap_or(""),
-                str_field(b, "reason").unwrap_or("")
+                b.str_at("subject").unwrap_or(""),
+                b.str_at("reason").unwrap_or("")
             ));
         }
     }

@@ -395,10 +395,6 @@ fn optional_number(args: &Value, key: &str) -> Result<Option<f64>, ApiError> {
     present(args, key).map(|v| finite(v, key)).transpose()
 }
 
-fn obj<const N: usize>(fields: [(&str, Value); N]) -> Value {
-    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 // ---- the tools
 
 /// `{doc}` → `{hash}`: the document hash (`cookwala hash`: JCS without top-level `hash` and
@@ -407,7 +403,7 @@ fn hash(args: &Value) -> Result<Value, ApiError> {
     let doc = required(args, "doc")?;
     let hash = canonical_json::digest::document_hash(doc)
         .map_err(|e| ApiError::bad_request(format!("doc cannot be canonicalised: {e}")))?;
-    Ok(obj([("hash", hash.into())]))
+    Ok(Value::object([("hash", hash.into())]))
 }
 
 /// `{doc, keys?, kind?}` → `{ok, reason}` with the reason codes `cookwala verify` prints.
@@ -429,7 +425,7 @@ fn verify(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
         }
     };
     let verdict = cookwala::signature::verify_signature(doc, &keys, kind);
-    Ok(obj([("ok", verdict.is_ok().into()), ("reason", verdict.reason.as_str().into())]))
+    Ok(Value::object([("ok", verdict.is_ok().into()), ("reason", verdict.reason.as_str().into())]))
 }
 
 /// A document given in full (`doc_key`) or by catalog id (`id_key`); a string under `doc_key`
@@ -659,7 +655,7 @@ fn validate(args: &Value) -> Result<Value, ApiError> {
                 .collect(),
         )
     };
-    Ok(obj([
+    Ok(Value::object([
         ("ok", report.is_valid().into()),
         ("errors", lines(&report.errors)),
         ("warnings", lines(&report.warnings)),
@@ -762,5 +758,5 @@ fn humanitarian(args: &Value) -> Result<Value, ApiError> {
         m.insert("findings".into(), Value::Array(findings.iter().map(|f| f.to_value()).collect()));
         results.push(Value::Object(m));
     }
-    Ok(obj([("results", Value::Array(results))]))
+    Ok(Value::object([("results", Value::Array(results))]))
 }
