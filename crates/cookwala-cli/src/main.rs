@@ -92,7 +92,7 @@ enum Command {
     /// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
     /// sha256=<HMAC-SHA256 of the body>. The webhook secret is read from --webhook-secret-file
     /// or the environment variable COOKWALA_WEBHOOK_SECRET, never from the command line.
-    Serve(commands::serve::ServeArgs),
+    Serve(Box<commands::serve::ServeArgs>),
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
     /// No trailing newline is written, so the output can be piped straight into a hash tool.
@@ -818,7 +818,7 @@ fn run(cli: Cli) -> Result<bool> {
                 json,
             })
         }
-        Command::Serve(args) => commands::serve::run(args),
+        Command::Serve(args) => commands::serve::run(*args),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen { alg, kid, out, valid_from, json } => {

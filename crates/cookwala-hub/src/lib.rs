@@ -22,7 +22,8 @@
 //! **Events.** [`events`] maps simulator events to CloudEvents; they are committed to a durable
 //! outbox with the change they report, streamed over SSE (`GET /cookwala/v1/events`, resumable
 //! with `Last-Event-ID`) and POSTed, signed, to the configured [`webhooks`] at least once, in
-//! order. Heartbeats are live only (see the `bus` module).
+//! order, and published to the kitchen's MQTT 5 broker ([`mqtt`], which also listens for safety
+//! alarms). Heartbeats are live only (see the `bus` module).
 
 mod api;
 pub mod auth;
@@ -34,6 +35,7 @@ pub mod events;
 mod hub;
 pub mod identity;
 mod limits;
+pub mod mqtt;
 pub mod openapi;
 pub mod privacy;
 mod recalls;
@@ -41,12 +43,14 @@ mod sse;
 pub mod storage;
 mod tools;
 pub mod webhooks;
+mod ws;
 
 pub use api::{COOKWALA_JSON, app};
 pub use catalog::{Catalog, CatalogError};
 pub use error::ApiError;
 pub use hub::{Hub, HubConfig, HubError};
 pub use identity::HubKey;
+pub use mqtt::MqttConfig;
 pub use webhooks::{Webhook, WebhookPolicy};
 
 /// Writes one diagnostic line to stderr; a closed stderr is ignored (never a panic).
@@ -78,6 +82,7 @@ pub async fn serve(
     let mut tasks: Vec<_> = hub.spawn_clock().into_iter().collect();
     tasks.extend(hub.spawn_heartbeat());
     tasks.extend(hub.spawn_webhooks());
+    tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
     let closer = hub.clone();
     let shutdown = async move {
