@@ -111,6 +111,9 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("mosquitto log:\n{}", self.log());
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -151,6 +154,8 @@ impl Drop for Sub {
 
 async fn subscribe(port: u16, id: &str, filter: &str, persistent: bool) -> Sub {
     let mut opts = MqttOptions::new(id, "127.0.0.1", port);
+    // Larger than rumqttc's 10 KiB default: a test publishes a 100 kB message.
+    opts.set_max_packet_size(Some(1 << 20));
     opts.set_clean_start(!persistent);
     if persistent {
         opts.set_session_expiry_interval(Some(3600));
@@ -466,4 +471,50 @@ async fn events_made_while_the_broker_is_down_are_delivered_once_it_is_up() {
     // In order per subject (first occurrences; a resent event may come twice).
     assert_eq!(ids(got), all);
     task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_all_alarm_pauses_and_a_retained_alarm_reaches_a_hub_that_connects_later() {
+    let Some(broker) = Broker::start() else { return };
+    let mut sub = subscribe(broker.port, "t-watch-5", "cookwala/k5/execution/#", false).await;
+    // The alarm is already on the broker (retained) when the hub connects.
+    let (detector, mut det_events) =
+        AsyncClient::new(MqttOptions::new("t-presence-1", "127.0.0.1", broker.port), 16);
+    let driver = tokio::spawn(async move { while det_events.poll().await.is_ok() {} });
+    let config = HubConfig { mqtt: Some(bus(&broker, "k5")), speed: 60.0, ..config() };
+    let (hub, storage) = hub_with(config).await;
+    let clock = hub.spawn_clock().unwrap();
+    start(&hub, "ex-mq-pause", "red-lentil-soup").await;
+    let app = app(hub.clone());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while call(&app, get("/v1/executions/ex-mq-pause")).await.str("state") != "running" {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let alarm = r#"{"specversion":"1.0","id":"child-1/7","source":"/kitchen/camera-1",
+        "type":"cookwala.safety.child_or_pet_in_zone","time":"2026-12-01T23:00:00Z",
+        "cookwalapriority":"safety","data":{"level":"warning","action":"pause_all"}}"#;
+    detector.publish("cookwala/k5/safety/hob", QoS::ExactlyOnce, true, alarm).await.unwrap();
+    let mqtt = hub.spawn_mqtt().unwrap();
+    sub.until("the pause", |m| {
+        m.iter().any(|x| x.doc().pointer("/data/state").and_then(Value::as_str) == Some("paused"))
+    })
+    .await;
+    assert_eq!(call(&app, get("/v1/executions/ex-mq-pause")).await.str("state"), "paused");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while storage.incident_count().unwrap() == 0 {
+        assert!(Instant::now() < deadline, "no incident recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let handled: Vec<Value> = outbox(&*storage)
+        .into_iter()
+        .filter(|e| s(e, "type") == "x-hub.safety.alarm_handled")
+        .collect();
+    assert_eq!(handled.len(), 1);
+    assert_eq!(handled[0].pointer("/data/action").and_then(Value::as_str), Some("pause_all"));
+    // Clean up the retained alarm.
+    detector.publish("cookwala/k5/safety/hob", QoS::ExactlyOnce, true, Vec::new()).await.unwrap();
+    driver.abort();
+    mqtt.abort();
+    clock.abort();
 }
