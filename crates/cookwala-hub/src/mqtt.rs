@@ -39,7 +39,8 @@
 //! **Bounded memory.** The hub asks the broker for packets of at most [`MAX_PACKET`] bytes
 //! (MQTT 5 Maximum Packet Size: the broker drops larger ones for this client), and an alarm
 //! payload beyond [`alarm::MAX_ALARM_BYTES`] is dropped with a note. At most one batch
-//! ([`BATCH`] events) is in flight.
+//! ([`BATCH`] events) is in flight. An event larger than the broker's own Maximum Packet Size
+//! is skipped with a note (it would fail every connection and block the ones after it).
 
 pub mod alarm;
 
@@ -427,7 +428,7 @@ async fn session(
     listener: &mut alarm::Listener,
 ) -> Result<(), Failure> {
     let (client, mut events) = AsyncClient::new(options(config, tls), 4 * BATCH);
-    connect(&mut events).await.map_err(Failure::Connect)?;
+    let broker_max = connect(&mut events).await.map_err(Failure::Connect)?;
     let lost = |e: String| Failure::AfterConnect(e);
     crate::note(format_args!("cookwala-hub: mqtt {key}: connected"));
     let mut filter = Filter::new(config.safety_filter(), QoS::ExactlyOnce);
@@ -455,6 +456,16 @@ async fn session(
                 let mut acks = 0;
                 for row in &rows {
                     let p = plan(&config.kitchen, &row.ty, &row.subject, &row.body);
+                    // An event the broker would refuse would fail every connection: skipped.
+                    let size = row.body.len() + p.topic.len() + 128;
+                    if broker_max.is_some_and(|max| size > max as usize) {
+                        crate::note(format_args!(
+                            "cookwala-hub: mqtt {key}: event {} ({size} bytes) is larger than the \
+                             broker accepts; not published",
+                            row.id
+                        ));
+                        continue;
+                    }
                     let props = PublishProperties {
                         content_type: Some("application/cloudevents+json".to_owned()),
                         payload_format_indicator: Some(1),
@@ -541,11 +552,13 @@ async fn session(
     }
 }
 
-/// Polls until the broker accepts the connection.
-async fn connect(events: &mut EventLoop) -> Result<(), String> {
+/// Polls until the broker accepts the connection; the largest packet it accepts, if it says.
+async fn connect(events: &mut EventLoop) -> Result<Option<u32>, String> {
     loop {
         match events.poll().await {
-            Ok(Event::Incoming(Packet::ConnAck(_))) => return Ok(()),
+            Ok(Event::Incoming(Packet::ConnAck(ack))) => {
+                return Ok(ack.properties.and_then(|p| p.max_packet_size));
+            }
             Ok(_) => {}
             Err(e) => return Err(format!("cannot connect: {e}")),
         }
