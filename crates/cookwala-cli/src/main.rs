@@ -40,7 +40,7 @@ struct Cli {
 enum Command {
     Demo(demo::DemoArgs),
     Cook(cook::CookArgs),
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
     /// No trailing newline is written, so the output can be piped straight into a hash tool.
@@ -118,7 +118,7 @@ fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Demo(args) => demo::run(args.out).map(|()| true),
         Command::Cook(args) => cook::run(&args),
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(*args),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen(a) => {

@@ -48,6 +48,7 @@ pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;
 pub use outbox::webhooks::{Webhook, WebhookPolicy};
 pub use outbox::{events, webhooks};
+pub use service::mqtt::{self, MqttConfig};
 pub use service::{Hub, HubConfig, HubError};
 
 /// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock, the heartbeats
@@ -64,6 +65,7 @@ pub async fn serve(
     let mut tasks: Vec<_> = hub.spawn_clock().into_iter().collect();
     tasks.extend(hub.spawn_heartbeat());
     tasks.extend(hub.spawn_webhooks());
+    tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
     let closer = hub.clone();
     let shutdown = async move {

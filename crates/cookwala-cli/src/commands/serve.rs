@@ -21,6 +21,10 @@ pub const TOKEN_ENV: &str = "COOKWALA_HUB_TOKEN";
 /// The environment variable holding the webhook signing secret (when no secret file is given).
 pub const WEBHOOK_SECRET_ENV: &str = "COOKWALA_WEBHOOK_SECRET";
 
+/// The environment variable holding the MQTT password (when neither the URL nor
+/// `--mqtt-password-file` gives one).
+pub const MQTT_PASSWORD_ENV: &str = "COOKWALA_MQTT_PASSWORD";
+
 /// Run the hub: the Core HTTP API on simulated devices, stored in SQLite, until Ctrl-C
 ///
 /// Non-open endpoints need `Authorization: Bearer <token>`. Tokens and their roles (owner,
@@ -131,6 +135,37 @@ pub struct ServeArgs {
     /// hub: CORS preflights are answered and ETag is exposed; repeatable
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     pub cors_origins: Vec<String>,
+    /// Publish every event to this kitchen's MQTT 5 broker and act on its safety alarms:
+    /// mqtt://[USER[:PASS]@]HOST[:PORT] or mqtts:// (TLS); needs --kitchen
+    #[arg(long, value_name = "URL", requires = "kitchen")]
+    pub mqtt: Option<String>,
+    /// The kitchen id: topics are cookwala/KITCHEN/{category}/{subject}
+    #[arg(long, value_name = "KITCHEN_ID", requires = "mqtt")]
+    pub kitchen: Option<String>,
+    /// File holding the MQTT password (else the URL's, else $COOKWALA_MQTT_PASSWORD)
+    #[arg(long, value_name = "FILE", requires = "mqtt")]
+    pub mqtt_password_file: Option<PathBuf>,
+}
+
+/// The broker of `--mqtt`/`--kitchen`; the password from `--mqtt-password-file` (trailing
+/// newline removed), else the URL, else `$COOKWALA_MQTT_PASSWORD`.
+fn mqtt(args: &ServeArgs) -> Result<Option<cookwala_hub::MqttConfig>> {
+    let (Some(url), Some(kitchen)) = (&args.mqtt, &args.kitchen) else { return Ok(None) };
+    let mut config = cookwala_hub::MqttConfig::parse(url, kitchen).context("--mqtt")?;
+    if let Some(path) = &args.mqtt_password_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        config.password = Some(text.trim_end_matches(['\r', '\n']).to_owned());
+    } else if config.password.is_none()
+        && let Ok(p) = std::env::var(MQTT_PASSWORD_ENV)
+        && !p.is_empty()
+    {
+        config.password = Some(p);
+    }
+    if config.password.is_some() && config.username.is_none() {
+        bail!("--mqtt: a password needs a user name (mqtt://USER@HOST:PORT)");
+    }
+    Ok(Some(config))
 }
 
 /// The webhooks, all signed with the secret from `--webhook-secret-file` (trailing newline
@@ -421,6 +456,10 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     };
     let devices_note = devices_note(&catalog, &device);
     let hooks = webhooks(&args)?;
+    let mqtt = mqtt(&args)?;
+    let mqtt_note = mqtt.as_ref().map_or_else(String::new, |m| {
+        format!("\n  events to MQTT {} (safety alarms on {})", m.cursor_key(), m.safety_filter())
+    });
     let mut webhook_roots = Vec::new();
     for file in &args.webhook_ca {
         let text = std::fs::read_to_string(file)
@@ -475,6 +514,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         conformance: args.conformance,
         webhooks: hooks,
         webhook_roots,
+        mqtt,
         heartbeat: std::time::Duration::from_secs(args.heartbeat_secs),
         ..HubConfig::default()
     };
@@ -511,7 +551,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}\n  Ctrl-C stops the server\n",
+            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}{mqtt_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );

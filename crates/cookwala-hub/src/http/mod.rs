@@ -32,6 +32,7 @@ mod executions;
 mod incidents;
 pub(crate) mod recalls;
 pub(crate) mod tools;
+mod ws;
 use crate::service::executions::{Answer, Start, only_a_person, request_digest, stored_on};
 use crate::service::{Device, Hub};
 use crate::storage::IdempotencyRecord;
@@ -93,6 +94,7 @@ pub fn app(hub: Hub) -> Router {
         .route("/.well-known/cookwala.json", get(catalog::well_known))
         .merge(crate::http::tools::index_routes())
         .merge(events::routes())
+        .merge(ws::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -15,6 +15,7 @@ use crate::outbox::Bus;
 mod bus;
 pub(crate) mod executions;
 mod incidents;
+pub mod mqtt;
 pub(crate) mod recalls;
 mod webhooks;
 use crate::identity::HubKey;
@@ -81,6 +82,9 @@ pub struct HubConfig {
     /// Faults injected into every new execution's simulation (tests and demos; empty in
     /// production).
     pub sim_faults: Vec<cookwala_sim::Fault>,
+    /// The kitchen's MQTT 5 broker: every outbox event is published there, and safety alarms
+    /// are acted on (see [`crate::mqtt`]). `None`: no broker.
+    pub mqtt: Option<crate::mqtt::MqttConfig>,
 }
 
 impl Default for HubConfig {
@@ -107,6 +111,7 @@ impl Default for HubConfig {
             webhook_policy: WebhookPolicy::default(),
             heartbeat: std::time::Duration::from_secs(30),
             sim_faults: Vec::new(),
+            mqtt: None,
         }
     }
 }
