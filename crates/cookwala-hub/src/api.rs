@@ -80,6 +80,7 @@ pub fn app(hub: Hub) -> Router {
         .route("/.well-known/cookwala.json", get(crate::identity::well_known))
         .merge(crate::tools::index_routes())
         .merge(crate::sse::routes())
+        .merge(crate::dashboard::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -29,6 +29,7 @@ pub mod auth;
 mod bus;
 pub mod catalog;
 pub mod conformance;
+pub mod dashboard;
 pub mod error;
 pub mod events;
 mod hub;
