@@ -543,7 +543,24 @@ async fn dashboard_in_headless_chromium_follows_an_execution_and_stops_it() {
             (state == "stopped" && b.find_all(&format!("{exec} [data-testid=\"stop\"]")).is_empty())
                 .then_some(())
         });
+        // The log, once it has ended, and the device no longer busy.
+        browser.wait(Duration::from_secs(5), "the log of the stopped execution", |b| {
+            (!b.find_all("[data-testid=\"log\"] table").is_empty()).then_some(())
+        });
+        browser.wait(Duration::from_secs(5), "the device to show idle", |b| {
+            b.attr(device, "data-state").filter(|s| s == "idle")
+        });
         std::fs::write(shots.join("screenshot-stopped.png"), browser.screenshot()).unwrap();
+        // Phone width: one column, the page still whole.
+        browser.cmd(
+            "POST",
+            &browser.at("/window/rect"),
+            Some(&json!({"width": 390, "height": 1400})),
+        );
+        let overflow =
+            browser.js("return document.documentElement.scrollWidth - window.innerWidth");
+        assert!(overflow.as_i64().unwrap() <= 0, "wider than the phone: {overflow}");
+        std::fs::write(shots.join("screenshot-phone.png"), browser.screenshot()).unwrap();
 
         // Recalls and incidents have their places; no errors; nothing from outside the hub.
         assert!(!browser.find_all("[data-testid=\"recalls\"]").is_empty());
