@@ -26,6 +26,7 @@ use crate::auth::{Action, Principal, Role};
 use crate::error::ApiError;
 
 pub(crate) mod catalog;
+mod dashboard;
 mod documents;
 pub(crate) mod events;
 mod executions;
@@ -95,6 +96,7 @@ pub fn app(hub: Hub) -> Router {
         .merge(crate::http::tools::index_routes())
         .merge(events::routes())
         .merge(ws::routes())
+        .merge(dashboard::routes())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -74,7 +74,7 @@ struct ToolPath {
 
 /// The index at `/` and `/v1`.
 pub(crate) fn index_routes() -> Router<Hub> {
-    Router::new().route("/", get(index)).route("/v1", get(index))
+    Router::new().route("/", get(crate::http::dashboard::root)).route("/v1", get(index))
 }
 
 /// A JSON answer that is not a Cookwala document (`application/json`).
@@ -84,7 +84,7 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
     res
 }
 
-async fn index(State(hub): State<Hub>) -> Response {
+pub(crate) async fn index(State(hub): State<Hub>) -> Response {
     let list = |items: &[&str]| Value::Array(items.iter().map(|s| Value::from(*s)).collect());
     let mut m = Map::new();
     m.insert("name".into(), "Cookwala hub (cookwala-rs)".into());

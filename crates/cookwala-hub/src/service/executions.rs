@@ -522,4 +522,17 @@ impl Hub {
         self.commit(Commit { idempotency, ..change }, true).await?;
         Ok(Answer::Fresh(status))
     }
+
+    /// Every live execution with its device and current status.
+    pub(crate) async fn live_statuses(&self) -> Vec<(String, String, Value)> {
+        let live = self.inner.live.lock().await;
+        live.iter().map(|(id, run)| (id.clone(), run.device.clone(), run.status())).collect()
+    }
+
+    /// A live execution's device, status and trace (every reading and each step's band).
+    pub(crate) async fn live_trace(&self, id: &str) -> Option<(String, Value, Value)> {
+        let live = self.inner.live.lock().await;
+        let run = live.get(id)?;
+        Some((run.device.clone(), run.status(), run.trace().to_value()))
+    }
 }

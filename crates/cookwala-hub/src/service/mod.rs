@@ -83,8 +83,8 @@ pub struct HubConfig {
     /// production).
     pub sim_faults: Vec<cookwala_sim::Fault>,
     /// The kitchen's MQTT 5 broker: every outbox event is published there, and safety alarms
-    /// are acted on (see [`crate::mqtt`]). `None`: no broker.
-    pub mqtt: Option<crate::mqtt::MqttConfig>,
+    /// are acted on (see [`crate::service::mqtt`]). `None`: no broker.
+    pub mqtt: Option<mqtt::MqttConfig>,
 }
 
 impl Default for HubConfig {

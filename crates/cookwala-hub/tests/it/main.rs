@@ -7,6 +7,7 @@ mod api;
 mod auth;
 mod catalog;
 mod concurrency;
+mod dashboard;
 mod delivery;
 mod devices;
 mod events;
