@@ -13,6 +13,8 @@
 //!   size beyond [`Limits`]; errors carry a byte offset. Integers and floats stay apart, and
 //!   integers of any size stay exact.
 //! - [`to_jcs`]: RFC 8785 bytes (integers beyond ±(2^53 − 1) are refused, as upstream does).
+//! - [`canonicalize`]: text straight to RFC 8785 bytes, the same result and errors as `parse`
+//!   then `to_jcs` in one pass that builds no tree (for `cookwala canon` on large documents).
 //! - [`to_python`], [`to_python_compact`], [`to_python_pretty`]: the Python-compatible forms.
 //! - [`digest`]: `sha256:<hex>` document hashes and bare-hex ids.
 //!
@@ -25,7 +27,8 @@ mod write;
 pub mod digest;
 
 pub use parse::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind, parse, parse_with,
+    CanonicalizeError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind,
+    canonicalize, parse, parse_prefix, parse_with,
 };
 pub use value::{BigDecimalText, Finite, Integer, Map, Number, Value};
 pub use write::{

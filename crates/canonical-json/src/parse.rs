@@ -4,6 +4,9 @@ use std::collections::btree_map::Entry;
 use std::fmt;
 
 use crate::value::{Finite, Integer, Map, Number, Value};
+use crate::write::{WriteError, to_jcs};
+
+mod jcs;
 
 /// Limits applied while parsing untrusted input.
 #[derive(Clone, Copy, Debug)]
@@ -125,6 +128,64 @@ pub fn parse_with(input: &[u8], limits: Limits) -> Result<Value, ParseError> {
         return Err(parser.error(ParseErrorKind::TrailingData));
     }
     Ok(value)
+}
+
+/// Parses the one JSON value at the start of `input` (after any whitespace) and returns it with
+/// the offset just past it; what follows is left alone. Reading a value embedded in a larger
+/// text this way (a member of a batch line, say) gives what a full parse would give for it.
+///
+/// # Errors
+/// As [`parse_with`], except that trailing data is not an error.
+pub fn parse_prefix(input: &[u8], limits: Limits) -> Result<(Value, usize), ParseError> {
+    if input.len() > limits.max_bytes {
+        return Err(ParseError { kind: ParseErrorKind::TooLarge(limits.max_bytes), offset: 0 });
+    }
+    let mut parser = Parser {
+        input,
+        // The value's extent is unknown: each string checks its own bytes.
+        text: None,
+        pos: 0,
+        max_depth: limits.max_depth,
+        items: Vec::new(),
+    };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    Ok((value, parser.pos))
+}
+
+/// Why [`canonicalize`] refused its input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CanonicalizeError {
+    /// Not strict JSON (as [`parse_with`] reports it).
+    Parse(ParseError),
+    /// Valid JSON that JCS cannot write (as [`to_jcs`] reports it).
+    Write(WriteError),
+}
+
+impl fmt::Display for CanonicalizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CanonicalizeError::Parse(e) => e.fmt(f),
+            CanonicalizeError::Write(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CanonicalizeError {}
+
+/// The RFC 8785 bytes of a JSON text: `to_jcs(&parse_with(input, limits)?)` with the same
+/// result and the same errors, in one pass that builds no [`Value`] tree.
+///
+/// # Errors
+/// What [`parse_with`] or [`to_jcs`] would report.
+pub fn canonicalize(input: &[u8], limits: Limits) -> Result<Vec<u8>, CanonicalizeError> {
+    if let Ok(bytes) = jcs::to_jcs_bytes(input, limits) {
+        return Ok(bytes);
+    }
+    // The one-pass writer gave up: the two-step path finds the exact error (or, for what the
+    // fast pass leaves out, the bytes).
+    let value = parse_with(input, limits).map_err(CanonicalizeError::Parse)?;
+    to_jcs(&value).map_err(CanonicalizeError::Write)
 }
 
 /// Bytes that end a plain run inside a string: `"`, `\` and the control characters.

@@ -70,16 +70,7 @@ fn jcs_value(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), Write
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(Number::Int(Integer::Small(n))) => {
-            if n.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
-                return Err(WriteError::IntegerOutOfRange(n.to_string()));
-            }
-            push_i64(*n, out);
-        }
-        Value::Number(Number::Int(Integer::Big(text))) => {
-            return Err(WriteError::IntegerOutOfRange(text.as_str().to_owned()));
-        }
-        Value::Number(Number::Float(x)) => push_es_number(x.get(), out),
+        Value::Number(number) => jcs_number(number, out)?,
         Value::String(s) => jcs_string(s, out),
         Value::Array(items) => {
             let depth = enter(depth)?;
@@ -132,6 +123,23 @@ fn jcs_object(
     Ok(())
 }
 
+/// Writes a number as JCS does (integers beyond ±(2^53 − 1) are refused).
+pub(crate) fn jcs_number(number: &Number, out: &mut Vec<u8>) -> Result<(), WriteError> {
+    match number {
+        Number::Int(Integer::Small(n)) => {
+            if n.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
+                return Err(WriteError::IntegerOutOfRange(n.to_string()));
+            }
+            push_i64(*n, out);
+        }
+        Number::Int(Integer::Big(text)) => {
+            return Err(WriteError::IntegerOutOfRange(text.as_str().to_owned()));
+        }
+        Number::Float(x) => push_es_number(x.get(), out),
+    }
+    Ok(())
+}
+
 fn enter(depth: usize) -> Result<usize, WriteError> {
     if depth >= MAX_WRITE_DEPTH {
         return Err(WriteError::TooDeep);
@@ -168,7 +176,7 @@ fn needs_utf16_sort(map: &Map) -> bool {
     map.len() > 1 && map.keys().any(|k| k.bytes().any(|b| b >= 0xEE))
 }
 
-fn jcs_string(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn jcs_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
     // Most strings need no escaping; this scan vectorises, the loop below does not.

@@ -1,7 +1,11 @@
 //! The fast parser against the reference parser it replaced (`reference.rs`) and against
-//! serde_json: same values (floats compared bit for bit), same refusals, same offsets.
+//! serde_json: same values (floats compared bit for bit), same refusals, same offsets. And the
+//! one-pass `canonicalize` against `parse_with` then `to_jcs`: same bytes, same errors.
 
-use canonical_json::{Limits, ParseError, Value, parse_with, to_jcs, to_python_compact};
+use canonical_json::{
+    CanonicalizeError, Limits, ParseError, Value, canonicalize, parse_with, to_jcs,
+    to_python_compact,
+};
 use proptest::prelude::*;
 
 use crate::reference;
@@ -101,6 +105,31 @@ proptest! {
     }
 
     #[test]
+    fn parse_prefix_reads_the_leading_value_and_stops_after_it(
+        v in arb_value(),
+        tail in prop::collection::vec(prop::sample::select(JSONISH), 0..8),
+    ) {
+        let text = canonical_json::to_python(&v, canonical_json::PyFormat::PRETTY).unwrap();
+        let mut input = text.clone();
+        // A delimiter first, so a number is not continued by the tail.
+        input.push(b',');
+        input.extend_from_slice(&tail);
+        let (value, end) = canonical_json::parse_prefix(&input, Limits::default()).unwrap();
+        prop_assert_eq!(end, text.len());
+        prop_assert_eq!(outcome(&Ok(value)), outcome(&canonical_json::parse(&text)));
+        // And an error in the value is the parser's error.
+        if !tail.is_empty() {
+            let cut = &text[..text.len() / 2];
+            let prefix = canonical_json::parse_prefix(cut, Limits::default()).map(|(v, _)| v);
+            if let Err(e) = canonical_json::parse(cut)
+                && e.kind != canonical_json::ParseErrorKind::TrailingData
+            {
+                prop_assert_eq!(outcome(&prefix), outcome(&Err(e)));
+            }
+        }
+    }
+
+    #[test]
     fn same_numbers(text in "-?(0|[1-9][0-9]{0,24})(\\.[0-9]{1,24})?([eE][+-]?[0-9]{1,4})?") {
         assert_same(text.as_bytes(), Limits::default())?;
         // And the same double as serde_json (built with float_roundtrip).
@@ -165,9 +194,23 @@ fn same_outcome_on_large_integers_and_the_i64_edges() {
         "1.7976931348623159e308",
         "5e-324",
         "1e0000000000000000000000005",
+        "9007199254740991",
+        "-9007199254740991",
+        "9007199254740992",
+        "-9007199254740992",
+        "[1.0,1e21,1e-7,-0.0,0.000001]",
+        "{\"b\":1,\"a\":{\"d\":[],\"c\":{}},\"\\u00e9\":\"\\ud83d\\ude00\",\"\u{e000}\":0,\"\u{1f600}\":1}",
+        "{\"a\":1,\"b\":2,\"a\":3}",
+        "{\"b\":1,\"a\":2,\"b\":3}",
+        "{\"a\":1,\"\\u0061\":2}",
     ] {
         let ours = canonical_json::parse(text.as_bytes());
         let theirs = reference::parse_with(text.as_bytes(), Limits::default());
         assert_eq!(outcome(&ours), outcome(&theirs), "{text}");
+        let one_pass = canonicalize(text.as_bytes(), Limits::default());
+        let two_steps = theirs
+            .map_err(CanonicalizeError::Parse)
+            .and_then(|v| to_jcs(&v).map_err(CanonicalizeError::Write));
+        assert_eq!(one_pass, two_steps, "{text}");
     }
 }
