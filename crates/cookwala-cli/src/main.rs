@@ -385,11 +385,19 @@ struct VocabOpt {
 #[derive(Debug, Args)]
 struct DryRunOpts {
     /// The recipe
-    #[arg(long, required_unless_present = "batch")]
+    #[arg(long, required_unless_present_any = ["batch", "recipes"])]
     recipe: Option<PathBuf>,
     /// The device's capabilities document
-    #[arg(long, required_unless_present = "batch")]
+    #[arg(long, required_unless_present_any = ["batch", "recipes"])]
     device: Option<PathBuf>,
+    /// Catalog × fleet: dry-run every recipe of DIR on every device of --devices, one JSON line
+    /// per pair (with --batch: the recipes that lines name by "recipeId")
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["recipe", "device"])]
+    recipes: Option<PathBuf>,
+    /// The capabilities documents of the catalog × fleet run (with --batch: the devices that
+    /// lines name by "deviceId")
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["recipe", "device"])]
+    devices: Option<PathBuf>,
     /// A person is present in the kitchen
     #[arg(long)]
     human_present: bool,
@@ -405,8 +413,10 @@ struct DryRunOpts {
     /// Judge sensor calibrations at this instant (RFC 3339; default: now)
     #[arg(long)]
     now: Option<String>,
-    /// NDJSON file, one case per line:
-    /// {"recipe","capabilities","humanPresent","allowModel","limits","now"}; one result per line
+    /// NDJSON file (- for stdin, streamed), one case per line:
+    /// {"recipe","capabilities","humanPresent","allowModel","limits","now"}, documents also by
+    /// file ("recipeFile","capabilitiesFile","limitsFile") or id ("recipeId","deviceId");
+    /// one result per line
     #[arg(long, conflicts_with_all = ["recipe", "device", "limits", "no_limits", "human_present", "no_model", "now"])]
     batch: Option<PathBuf>,
     #[command(flatten)]
@@ -431,6 +441,8 @@ impl DryRunOpts {
             no_limits: self.no_limits,
             now: self.now,
             batch: self.batch,
+            recipes: self.recipes,
+            devices: self.devices,
             json: self.json,
             explain: self.explain || explain,
         }
