@@ -237,9 +237,22 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.pos += 1;
+        let input = self.input;
+        let mut pos = self.pos;
+        loop {
+            match input.get(pos) {
+                Some(b' ' | b'\t' | b'\r') => pos += 1,
+                Some(b'\n') => {
+                    pos += 1;
+                    // Indentation of pretty-printed documents, eight spaces at a time.
+                    while input.get(pos..pos + 8) == Some(b"        ") {
+                        pos += 8;
+                    }
+                }
+                _ => break,
+            }
         }
+        self.pos = pos;
     }
 
     fn unexpected(&self) -> ParseError {

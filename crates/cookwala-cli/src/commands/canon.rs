@@ -23,9 +23,28 @@ pub fn canon(path: &Path) -> Result<()> {
         Err(CanonicalizeError::Write(e)) => return Err(e).with_context(|| display(path)),
     };
     drop(input);
-    let mut out = std::io::stdout().lock();
-    out.write_all(&bytes).context("cannot write to stdout")?;
-    out.flush().context("cannot write to stdout")
+    write_stdout(&bytes).context("cannot write to stdout")
+}
+
+/// Writes `bytes` to standard output in one go. Stdout is line-buffered, and a line writer
+/// searches the whole of a large write for its last newline first; on Unix the bytes go to a
+/// duplicate of the descriptor instead (stdout's buffer is empty here).
+fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        lock.flush()?;
+        let mut file = std::fs::File::from(lock.as_fd().try_clone_to_owned()?);
+        file.write_all(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()
+    }
 }
 
 /// Prints the `sha256:<hex>` document hash (top-level `hash` and `signature` excluded).
