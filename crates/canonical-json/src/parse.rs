@@ -206,7 +206,7 @@ static STRING_STOP: [bool; 256] = string_stops();
 ///
 /// The classic "has a zero byte" test: it may also flag a byte above a true hit (the borrow
 /// moves up), never a word without one, which is all a skip-ahead needs.
-fn word_has_stop(word: u64) -> bool {
+pub(crate) fn word_has_stop(word: u64) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;

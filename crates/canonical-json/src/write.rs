@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::parse::word_has_stop;
 use crate::value::{Integer, Map, Number, Value};
 
 /// Largest integer JCS accepts (2^53 − 1): beyond it a double cannot hold every integer.
@@ -173,14 +174,30 @@ pub(crate) fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
 /// UTF-8 byte order (the map's order) equals UTF-16 code-unit order unless a key holds a
 /// character in U+E000..=U+FFFF (lead byte 0xEE/0xEF) or outside the BMP (lead byte ≥ 0xF0).
 fn needs_utf16_sort(map: &Map) -> bool {
-    map.len() > 1 && map.keys().any(|k| k.bytes().any(|b| b >= 0xEE))
+    // Eight bytes at a time: a word without any high bit is ASCII, so below 0xEE.
+    let has_high_lead = |key: &String| {
+        let mut chunks = key.as_bytes().chunks_exact(8);
+        chunks.any(|chunk| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            u64::from_le_bytes(word) & 0x8080_8080_8080_8080 != 0
+                && chunk.iter().any(|&b| b >= 0xEE)
+        }) || chunks.remainder().iter().any(|&b| b >= 0xEE)
+    };
+    map.len() > 1 && map.keys().any(has_high_lead)
 }
 
 pub(crate) fn jcs_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
-    // Most strings need no escaping; this scan vectorises, the loop below does not.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    // Most strings need no escaping: check eight bytes at a time, the loop below does not.
+    let mut chunks = bytes.chunks_exact(8);
+    let clean = chunks.all(|chunk| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        !word_has_stop(u64::from_le_bytes(word))
+    }) && !chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    if clean {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;
