@@ -6,6 +6,10 @@ Usage:
   py_dryrun.py bundle-path                   # prints the path of the package's bundle.json
   py_dryrun.py run [--runs N] [--run-secs S] [--smoke]
                                              # JSON records shaped like cw-bench's
+  py_dryrun.py make-batch OUT.ndjson REPEAT  # the 32 cases inline (recipe, capabilities,
+                                             # limits, ...), REPEAT times: a batch for both sides
+  py_dryrun.py batch FILE.ndjson             # what `cookwala dry-run --batch` does, upstream:
+                                             # json.loads + dry_run per line, one summary line out
 
 Every case is checked against the bundle's expected result before timing.
 """
@@ -21,9 +25,46 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from py_jcs import measure, median  # noqa: E402
 
 
+def make_batch(out, repeat):
+    b = load_bundle()
+    lines = []
+    for e in b['expected']['dryRuns']:
+        lines.append(json.dumps({
+            'recipe': b['recipes'][e['recipe']], 'capabilities': b['devices'][e['device']],
+            'limits': b['safetyLimits'], 'humanPresent': e['humanPresent'], 'allowModel': True,
+            'now': b['now'],
+        }))
+    with open(out, 'w') as fh:
+        for _ in range(repeat):
+            for line in lines:
+                fh.write(line + '\n')
+
+
+def batch(path):
+    out = sys.stdout
+    with open(path, 'rb') as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            c = json.loads(raw)
+            got = dry_run(c['recipe'], c['capabilities'], c.get('humanPresent', False),
+                          c.get('allowModel', True), c.get('limits'), c['now'])
+            refusal = got.get('refusal') or {}
+            summary = {'state': got['state'], 'reason': refusal.get('reason'), 'node': refusal.get('node'),
+                       'plan': [{'node': p['node'], 'by': p['by'], 'verifiedBy': p['verifiedBy']}
+                                for p in got['plan']]}
+            out.write(json.dumps(summary, sort_keys=True, separators=(',', ':'), ensure_ascii=False) + '\n')
+
+
 def main(argv):
-    if not argv or argv[0] not in ('bundle-path', 'run'):
+    if not argv or argv[0] not in ('bundle-path', 'run', 'make-batch', 'batch'):
         sys.exit(__doc__)
+    if argv[0] == 'make-batch':
+        make_batch(argv[1], int(argv[2]))
+        return
+    if argv[0] == 'batch':
+        batch(argv[1])
+        return
     if argv[0] == 'bundle-path':
         print(os.path.join(os.path.dirname(cookwala_samples.__file__), 'data', 'bundle.json'))
         return

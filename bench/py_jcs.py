@@ -3,6 +3,11 @@
 
 Usage:
   py_jcs.py hashes NAME=PATH...                 # NAME<TAB>rel_path<TAB>sha256:... per document
+  py_jcs.py canon FILE                          # what `cookwala canon FILE` does, upstream:
+                                                # json.loads + canonical, bytes to stdout
+  py_jcs.py parse [--runs N] [--run-secs S] NAME=PATH...
+                                                # json.loads per document (*.json) or line
+                                                # (*.ndjson): records shaped like cw-bench's
   py_jcs.py run [--runs N] [--run-secs S] NAME=PATH...
                                                 # one JSON object per measurement (same shape
                                                 # as cw-bench's records)
@@ -46,6 +51,22 @@ def load_set(spec):
     return name, docs
 
 
+def load_inputs(spec):
+    """The inputs of a parse set: each *.json file, each non-blank line of each *.ndjson file."""
+    name, _, root = spec.partition('=')
+    paths = [root] if os.path.isfile(root) else sorted(
+        os.path.join(d, n) for d, _s, ns in os.walk(root) for n in ns if n.endswith(('.json', '.ndjson')))
+    inputs = []
+    for path in paths:
+        with open(path, 'rb') as fh:
+            raw = fh.read()
+        if path.endswith('.ndjson'):
+            inputs += [line for line in raw.split(b'\n') if line.strip()]
+        else:
+            inputs.append(raw)
+    return name, inputs
+
+
 def measure(fn, run_secs, runs):
     """Calibrate an iteration count to ~run_secs, then return (iters, sorted per-iter seconds)."""
     iters = 1
@@ -86,9 +107,14 @@ def record(set_name, op, docs, sample):
 
 
 def main(argv):
-    if not argv or argv[0] not in ('hashes', 'run'):
+    if not argv or argv[0] not in ('hashes', 'run', 'canon', 'parse'):
         sys.exit(__doc__)
     cmd, rest = argv[0], argv[1:]
+    if cmd == 'canon':
+        with open(rest[0], 'rb') as fh:
+            obj = json.loads(fh.read())
+        sys.stdout.buffer.write(canonical(obj).encode('utf-8'))
+        return
     runs, run_secs, specs = 5, 0.3, []
     it = iter(rest)
     for a in it:
@@ -100,6 +126,22 @@ def main(argv):
             runs, run_secs = 1, 0.0
         else:
             specs.append(a)
+    if cmd == 'parse':
+        for spec in specs:
+            name, inputs = load_inputs(spec)
+
+            def loads_all():
+                for raw in inputs:
+                    json.loads(raw)
+
+            iters, per = measure(loads_all, run_secs, runs)
+            med = median(per)
+            nbytes = sum(len(r) for r in inputs)
+            print(json.dumps({'set': name, 'impl': 'python-ref', 'op': 'parse', 'docs': len(inputs),
+                              'bytes': nbytes, 'iters': iters, 'runs': len(per), 'median_s': med,
+                              'min_s': per[0], 'max_s': per[-1], 'docs_per_s': len(inputs) / med,
+                              'mb_per_s': nbytes / med / 1e6}), flush=True)
+        return
     sets = [load_set(s) for s in specs]
     if cmd == 'hashes':
         for name, docs in sets:

@@ -8,6 +8,7 @@
 #   SHARED=../shared             shared data (relative to the repo root); examples are read from
 #                                $SHARED/standards/cookwala/examples, else generated documents are used
 #   RUNS=5 RUN_SECS=0.3          timed runs per measurement (median reported) and seconds per run
+#   CLI_RUNS=5                   runs of each whole command in bench/cli.sh (canon, dry-run --batch)
 #   BENCH_FEATURES=cookwala      cargo features for cw-bench (default: cookwala, which measures the
 #                                cookwala crate's verify path; BENCH_FEATURES= builds without it)
 #   PYTHON=python3               interpreter used to create bench/.venv
@@ -94,7 +95,51 @@ log "measuring Rust (cw-bench run)"
 log "measuring the Python reference (bench/py_jcs.py run)"
 "$PY" "$ROOT/bench/py_jcs.py" run "${timing_args[@]}" "${sets[@]}" >"$WORK/python.jsonl"
 
+# 5b. Parsers alone, on the same inputs: ours, serde_json::from_slice and Python's json.loads.
+#     Sets: the hashing sets above, plus DWP journal lines (the dwp-cli golden journals).
+parse_sets=("${sets[@]}")
+mkdir -p "$WORK/docs/journal"
+if cat "$ROOT"/crates/dwp-cli/tests/it/golden*/*journal.ndjson >"$WORK/docs/journal/journal.ndjson" 2>/dev/null; then
+    parse_sets+=("dwp-journal=$WORK/docs/journal")
+else
+    log "no dwp-cli golden journals: no journal parse set"
+fi
+log "measuring the parsers (cw-bench parse, py_jcs.py parse)"
+"$CW_BENCH" parse "${timing_args[@]}" "${parse_sets[@]}" >"$WORK/parse.rust.jsonl"
+"$PY" "$ROOT/bench/py_jcs.py" parse "${timing_args[@]}" "${parse_sets[@]}" >"$WORK/parse.python.jsonl"
+
 # 6. Report.
+"$PY" - "$WORK/parse.rust.jsonl" "$WORK/parse.python.jsonl" <<'EOF0'
+import json, sys
+
+recs = [json.loads(l) for p in sys.argv[1:] for l in open(p) if l.strip()]
+def get(s, impl):
+    return next((r for r in recs if r['set'] == s and r['impl'] == impl), None)
+sets = []
+for r in recs:
+    if r['set'] not in sets:
+        sets.append(r['set'])
+def mb(r):
+    return 'n/a' if r is None else f"{r['mb_per_s']:.0f}"
+def ratio(a, b):
+    return 'n/a' if a is None or b is None else f"{a['mb_per_s'] / b['mb_per_s']:.2f}x"
+print()
+print('Strict parse into a value tree (median of runs; MB/s over the input bytes)')
+print(f"  {'set':<18} {'inputs':>7} {'ours':>9} {'serde_json':>11} {'python':>9} {'ours/serde':>11} {'ours/python':>12}")
+for s in sets:
+    o, sj, p = get(s, 'ours'), get(s, 'serde_json'), get(s, 'python-ref')
+    n = (o or sj or p)['docs']
+    print(f"  {s:<18} {n:>7} {mb(o):>9} {mb(sj):>11} {mb(p):>9} {ratio(o, sj):>11} {ratio(o, p):>12}")
+print()
+print('Targets (reported, never enforced)')
+for s in sets:
+    o, sj = get(s, 'ours'), get(s, 'serde_json')
+    r = o['mb_per_s'] / sj['mb_per_s'] if o and sj else None
+    status = 'n/a ' if r is None else ('MET ' if r >= 1 else 'MISS')
+    shown = 'n/a' if r is None else f'{r:.2f}x'
+    print(f"  [{status}] {s + ': ours parse >= serde_json::from_slice':<60} {shown:>9}")
+EOF0
+
 "$PY" - "$WORK/rust.jsonl" "$WORK/python.jsonl" <<'EOF'
 import json, sys
 
@@ -224,3 +269,10 @@ line('dry run (full, per case) >= 200x python-ref', ratio, lambda x: x >= 200, '
 line('dry run (prepared catalog x fleet) >= 200x python-ref', ratio_prep, lambda x: x >= 200, 'x')
 line('validate a typical recipe < 100 us', val and val['median_s'] * 1e6, lambda x: x < 100, ' us')
 EOF2
+
+# 8. Whole commands against the samples' Python: canon of 25 MB, dry-run --batch of 5,344 lines.
+if [[ "$QUICK" == 1 ]]; then
+    log "QUICK=1: whole-command timings skipped"
+    exit 0
+fi
+PY="$PY" RUNS="${CLI_RUNS:-5}" "$ROOT/bench/cli.sh"

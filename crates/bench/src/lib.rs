@@ -17,6 +17,7 @@ pub mod dryrun;
 pub mod harness;
 #[cfg(feature = "hub")]
 pub mod hub;
+pub mod parsing;
 pub mod sig;
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! ```text
 //! cw-bench gen DIR [--count N] [--base-nodes N] [--step-nodes N]
 //! cw-bench hashes NAME=PATH...
+//! cw-bench parse [--smoke] [--runs N] [--run-secs S] NAME=PATH...   (*.json, *.ndjson lines)
 //! cw-bench run [--smoke] [--runs N] [--run-secs S] [--sig-doc FILE] NAME=PATH...
 //! cw-bench dryrun [--smoke] [--runs N] [--run-secs S] BUNDLE.json   (needs --features cookwala)
 //! cw-bench hub --hub-bin PATH [--work DIR] [--json FILE] [--conns N] [--secs S]
@@ -109,6 +110,30 @@ fn run(args: Vec<String>) -> anyhow::Result<()> {
             eprintln!("cw-bench: signature measurements on {sig_name}");
             for record in sig::measure_all(&sig_name, &sig_doc, config)? {
                 println!("{record}");
+            }
+            Ok(())
+        }
+        "parse" => {
+            let mut config =
+                if flags.iter().any(|f| f == "--smoke") { Config::SMOKE } else { Config::DEFAULT };
+            config.runs = num("--runs", config.runs)?;
+            if let Some(secs) = options.get("--run-secs") {
+                config.run_secs = secs.parse().with_context(|| format!("--run-secs {secs}"))?;
+            }
+            for spec in &positional {
+                let Some((name, path)) = spec.split_once('=') else {
+                    bail!("parse sets are NAME=PATH, got {spec:?}")
+                };
+                let set = bench::parsing::ParseSet::load(name, Path::new(path))?;
+                eprintln!(
+                    "cw-bench: parse set {} ({} inputs, {} bytes)",
+                    set.name,
+                    set.inputs.len(),
+                    set.bytes()
+                );
+                for record in set.measure_all(config)? {
+                    println!("{record}");
+                }
             }
             Ok(())
         }

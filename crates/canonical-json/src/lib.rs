@@ -11,8 +11,13 @@
 //! - [`parse`]: a strict parser into [`Value`]. It rejects duplicate keys (serde_json would keep
 //!   the last one silently), lone surrogates, trailing data, non-finite numbers, and nesting or
 //!   size beyond [`Limits`]; errors carry a byte offset. Integers and floats stay apart, and
-//!   integers of any size stay exact.
+//!   integers of any size stay exact. [`parse_prefix`] reads the value at the start of a larger
+//!   text. The parser is built for speed without giving up any of that: the input is checked
+//!   as UTF-8 once and strings are slices of it, plain string bytes are skipped eight at a time,
+//!   one map search both finds a duplicate key and inserts, numbers are folded while scanned.
 //! - [`to_jcs`]: RFC 8785 bytes (integers beyond ±(2^53 − 1) are refused, as upstream does).
+//! - [`canonicalize`]: text straight to RFC 8785 bytes, the same result and errors as `parse`
+//!   then `to_jcs` in one pass that builds no tree (for `cookwala canon` on large documents).
 //! - [`to_python`], [`to_python_compact`], [`to_python_pretty`]: the Python-compatible forms.
 //! - [`digest`]: `sha256:<hex>` document hashes and bare-hex ids.
 //!
@@ -25,7 +30,8 @@ mod write;
 pub mod digest;
 
 pub use parse::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind, parse, parse_with,
+    CanonicalizeError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind,
+    canonicalize, parse, parse_prefix, parse_with,
 };
 pub use value::{BigDecimalText, Finite, Integer, Map, Number, Value};
 pub use write::{

@@ -1,8 +1,12 @@
 //! A strict JSON parser (RFC 8259 plus the I-JSON rules both standards need).
 
+use std::collections::btree_map::Entry;
 use std::fmt;
 
 use crate::value::{Finite, Integer, Map, Number, Value};
+use crate::write::{WriteError, to_jcs};
+
+mod jcs;
 
 /// Limits applied while parsing untrusted input.
 #[derive(Clone, Copy, Debug)]
@@ -107,7 +111,16 @@ pub fn parse_with(input: &[u8], limits: Limits) -> Result<Value, ParseError> {
     if input.len() > limits.max_bytes {
         return Err(ParseError { kind: ParseErrorKind::TooLarge(limits.max_bytes), offset: 0 });
     }
-    let mut parser = Parser { input, pos: 0, max_depth: limits.max_depth };
+    let mut parser = Parser {
+        input,
+        // Valid UTF-8 throughout (the usual case) is checked once here, so each string below is a
+        // slice of this text; otherwise each string checks its own bytes, and the first invalid
+        // one is reported in document order after any earlier syntax error.
+        text: std::str::from_utf8(input).ok(),
+        pos: 0,
+        max_depth: limits.max_depth,
+        items: Vec::new(),
+    };
     parser.skip_ws();
     let value = parser.value(0)?;
     parser.skip_ws();
@@ -117,13 +130,104 @@ pub fn parse_with(input: &[u8], limits: Limits) -> Result<Value, ParseError> {
     Ok(value)
 }
 
-struct Parser<'a> {
-    input: &'a [u8],
-    pos: usize,
-    max_depth: usize,
+/// Parses the one JSON value at the start of `input` (after any whitespace) and returns it with
+/// the offset just past it; what follows is left alone. Reading a value embedded in a larger
+/// text this way (a member of a batch line, say) gives what a full parse would give for it.
+///
+/// # Errors
+/// As [`parse_with`], except that trailing data is not an error.
+pub fn parse_prefix(input: &[u8], limits: Limits) -> Result<(Value, usize), ParseError> {
+    if input.len() > limits.max_bytes {
+        return Err(ParseError { kind: ParseErrorKind::TooLarge(limits.max_bytes), offset: 0 });
+    }
+    let mut parser = Parser {
+        input,
+        // The value's extent is unknown: each string checks its own bytes.
+        text: None,
+        pos: 0,
+        max_depth: limits.max_depth,
+        items: Vec::new(),
+    };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    Ok((value, parser.pos))
 }
 
-impl Parser<'_> {
+/// Why [`canonicalize`] refused its input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CanonicalizeError {
+    /// Not strict JSON (as [`parse_with`] reports it).
+    Parse(ParseError),
+    /// Valid JSON that JCS cannot write (as [`to_jcs`] reports it).
+    Write(WriteError),
+}
+
+impl fmt::Display for CanonicalizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CanonicalizeError::Parse(e) => e.fmt(f),
+            CanonicalizeError::Write(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CanonicalizeError {}
+
+/// The RFC 8785 bytes of a JSON text: `to_jcs(&parse_with(input, limits)?)` with the same
+/// result and the same errors, in one pass that builds no [`Value`] tree.
+///
+/// # Errors
+/// What [`parse_with`] or [`to_jcs`] would report.
+pub fn canonicalize(input: &[u8], limits: Limits) -> Result<Vec<u8>, CanonicalizeError> {
+    if let Ok(bytes) = jcs::to_jcs_bytes(input, limits) {
+        return Ok(bytes);
+    }
+    // The one-pass writer gave up: the two-step path finds the exact error (or, for what the
+    // fast pass leaves out, the bytes).
+    let value = parse_with(input, limits).map_err(CanonicalizeError::Parse)?;
+    to_jcs(&value).map_err(CanonicalizeError::Write)
+}
+
+/// Bytes that end a plain run inside a string: `"`, `\` and the control characters.
+const fn string_stops() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+}
+static STRING_STOP: [bool; 256] = string_stops();
+
+/// True when one of the eight bytes of `word` is `"`, `\` or below 0x20.
+///
+/// The classic "has a zero byte" test: it may also flag a byte above a true hit (the borrow
+/// moves up), never a word without one, which is all a skip-ahead needs.
+pub(crate) fn word_has_stop(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let quote = has_zero(word ^ (ONES * u64::from(b'"')));
+    let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    quote | backslash | control != 0
+}
+
+struct Parser<'a> {
+    input: &'a [u8],
+    /// `input` as text, when all of it is valid UTF-8.
+    text: Option<&'a str>,
+    pos: usize,
+    max_depth: usize,
+    /// Elements of the arrays being parsed, innermost last: one buffer for all of them, so an
+    /// array costs one exact allocation when it closes.
+    items: Vec<Value>,
+}
+
+impl<'a> Parser<'a> {
     fn error(&self, kind: ParseErrorKind) -> ParseError {
         ParseError { kind, offset: self.pos }
     }
@@ -133,9 +237,22 @@ impl Parser<'_> {
     }
 
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-            self.pos += 1;
+        let input = self.input;
+        let mut pos = self.pos;
+        loop {
+            match input.get(pos) {
+                Some(b' ' | b'\t' | b'\r') => pos += 1,
+                Some(b'\n') => {
+                    pos += 1;
+                    // Indentation of pretty-printed documents, eight spaces at a time.
+                    while input.get(pos..pos + 8) == Some(b"        ") {
+                        pos += 8;
+                    }
+                }
+                _ => break,
+            }
         }
+        self.pos = pos;
     }
 
     fn unexpected(&self) -> ParseError {
@@ -146,6 +263,11 @@ impl Parser<'_> {
     }
 
     fn expect_literal(&mut self, literal: &[u8], value: Value) -> Result<Value, ParseError> {
+        if self.input.get(self.pos..self.pos + literal.len()) == Some(literal) {
+            self.pos += literal.len();
+            return Ok(value);
+        }
+        // Slow path, only to report the first byte that differs.
         for &expected in literal {
             if self.peek() != Some(expected) {
                 return Err(self.unexpected());
@@ -179,21 +301,29 @@ impl Parser<'_> {
     fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
         self.check_depth(depth)?;
         self.pos += 1;
-        let mut items = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(Value::Array(items));
+            return Ok(Value::Array(Vec::new()));
         }
+        let start = self.items.len();
+        let result = self.array_items(depth);
+        // On error the buffer still holds this array's elements; drop them with it.
+        let items = self.items.split_off(start);
+        result.map(|()| Value::Array(items))
+    }
+
+    fn array_items(&mut self, depth: usize) -> Result<(), ParseError> {
         loop {
             self.skip_ws();
-            items.push(self.value(depth)?);
+            let item = self.value(depth)?;
+            self.items.push(item);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(());
                 }
                 _ => return Err(self.unexpected()),
             }
@@ -223,13 +353,18 @@ impl Parser<'_> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value(depth)?;
-            if map.contains_key(&key) {
-                return Err(ParseError {
-                    kind: ParseErrorKind::DuplicateKey(key),
-                    offset: key_offset,
-                });
+            // One search both finds a duplicate and places the new member.
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(slot) => {
+                    return Err(ParseError {
+                        kind: ParseErrorKind::DuplicateKey(slot.key().clone()),
+                        offset: key_offset,
+                    });
+                }
             }
-            map.insert(key, value);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
@@ -260,30 +395,57 @@ impl Parser<'_> {
         Ok(unit)
     }
 
+    /// Moves `pos` to the next `"`, `\` or control character (or the end of input): eight bytes
+    /// at a time while no word holds one, then byte by byte.
+    fn skip_plain(&mut self) {
+        let input = self.input;
+        let mut pos = self.pos;
+        while let Some(chunk) = input.get(pos..pos + 8) {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            if word_has_stop(u64::from_le_bytes(word)) {
+                break;
+            }
+            pos += 8;
+        }
+        while let Some(&b) = input.get(pos) {
+            if STRING_STOP[usize::from(b)] {
+                break;
+            }
+            pos += 1;
+        }
+        self.pos = pos;
+    }
+
+    /// The UTF-8 text of `input[start..self.pos]`, a run without `"`, `\` or control bytes.
+    fn plain_run(&self, start: usize) -> Result<&'a str, ParseError> {
+        // A run starts after and ends before an ASCII byte (or the end), so on valid text it
+        // always falls on character boundaries.
+        if let Some(run) = self.text.and_then(|text| text.get(start..self.pos)) {
+            return Ok(run);
+        }
+        let input: &'a [u8] = self.input;
+        std::str::from_utf8(&input[start..self.pos]).map_err(|e| ParseError {
+            kind: ParseErrorKind::InvalidUtf8,
+            offset: start + e.valid_up_to(),
+        })
+    }
+
     fn string(&mut self) -> Result<String, ParseError> {
         // Skip the opening quote.
         self.pos += 1;
-        let mut out = String::new();
+        let start = self.pos;
+        self.skip_plain();
+        let run = self.plain_run(start)?;
+        // Fast path: no escape, so the string is the run itself, allocated once at its size.
+        if self.peek() == Some(b'"') {
+            let out = run.to_owned();
+            self.pos += 1;
+            return Ok(out);
+        }
+        let mut out = String::with_capacity(run.len() + 16);
+        out.push_str(run);
         loop {
-            let start = self.pos;
-            // Fast path: copy a run of plain bytes at once.
-            while let Some(b) = self.peek() {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
-                self.pos += 1;
-            }
-            if self.pos > start {
-                match std::str::from_utf8(&self.input[start..self.pos]) {
-                    Ok(run) => out.push_str(run),
-                    Err(e) => {
-                        return Err(ParseError {
-                            kind: ParseErrorKind::InvalidUtf8,
-                            offset: start + e.valid_up_to(),
-                        });
-                    }
-                }
-            }
             match self.peek() {
                 None => return Err(self.error(ParseErrorKind::UnexpectedEnd)),
                 Some(b'"') => {
@@ -296,6 +458,9 @@ impl Parser<'_> {
                 }
                 Some(_) => return Err(self.error(ParseErrorKind::ControlCharacter)),
             }
+            let start = self.pos;
+            self.skip_plain();
+            out.push_str(self.plain_run(start)?);
         }
     }
 
@@ -346,9 +511,26 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn digits(&mut self) -> usize {
+    /// Skips a run of ASCII digits, folding up to 19 significant ones into `acc`.
+    ///
+    /// Returns how many digits were skipped; `folded` counts the digits that went into `acc`
+    /// (leading zeros of an empty `acc` fold for free) and stops growing when `acc` would
+    /// overflow, so the caller knows whether `acc` is exact.
+    fn digits(&mut self, acc: &mut u64, folded: &mut usize) -> usize {
         let start = self.pos;
-        while let Some(b'0'..=b'9') = self.peek() {
+        while let Some(&b) = self.input.get(self.pos) {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            if *folded < 19 {
+                *acc = *acc * 10 + u64::from(d);
+                if *acc != 0 {
+                    *folded += 1;
+                }
+            } else {
+                *folded = usize::MAX;
+            }
             self.pos += 1;
         }
         self.pos - start
@@ -356,11 +538,15 @@ impl Parser<'_> {
 
     fn number(&mut self) -> Result<Value, ParseError> {
         let start = self.pos;
-        if self.peek() == Some(b'-') {
+        let negative = self.peek() == Some(b'-');
+        if negative {
             self.pos += 1;
         }
         let int_start = self.pos;
-        let n_int = self.digits();
+        // Significant digits of the whole mantissa (integer and fraction), while they fit.
+        let mut mantissa = 0u64;
+        let mut folded = 0usize;
+        let n_int = self.digits(&mut mantissa, &mut folded);
         if n_int == 0 {
             return Err(self.error(ParseErrorKind::InvalidNumber));
         }
@@ -368,37 +554,89 @@ impl Parser<'_> {
             return Err(ParseError { kind: ParseErrorKind::InvalidNumber, offset: int_start });
         }
         let mut is_float = false;
+        let mut n_frac = 0;
         if self.peek() == Some(b'.') {
             self.pos += 1;
             is_float = true;
-            if self.digits() == 0 {
+            n_frac = self.digits(&mut mantissa, &mut folded);
+            if n_frac == 0 {
                 return Err(self.error(ParseErrorKind::InvalidNumber));
             }
         }
+        let mut exponent: Option<i64> = Some(0);
         if let Some(b'e' | b'E') = self.peek() {
             self.pos += 1;
             is_float = true;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.pos += 1;
-            }
-            if self.digits() == 0 {
+            let exp_negative = match self.peek() {
+                Some(b'-') => {
+                    self.pos += 1;
+                    true
+                }
+                Some(b'+') => {
+                    self.pos += 1;
+                    false
+                }
+                _ => false,
+            };
+            let (mut exp, mut exp_folded) = (0u64, 0usize);
+            if self.digits(&mut exp, &mut exp_folded) == 0 {
                 return Err(self.error(ParseErrorKind::InvalidNumber));
             }
+            // An exponent of 19 or more significant digits is out of any fast path.
+            exponent = (exp_folded < 19)
+                .then(|| i64::try_from(exp).ok())
+                .flatten()
+                .map(|e| if exp_negative { -e } else { e });
         }
-        // The scanned bytes are ASCII digits, signs, '.', 'e' and 'E' only.
-        let text = std::str::from_utf8(&self.input[start..self.pos])
-            .map_err(|_| ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })?;
-        let out_of_range = ParseError { kind: ParseErrorKind::NumberOutOfRange, offset: start };
-        if is_float {
-            let x: f64 = text
-                .parse()
-                .map_err(|_| ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })?;
-            let finite = Finite::new(x).ok_or(out_of_range)?;
-            Ok(Value::Number(Number::Float(finite)))
-        } else {
-            let int = Integer::from_decimal(text)
+        let exact = folded <= 19;
+        if !is_float {
+            // At most 18 significant digits always fit in an i64, either sign.
+            if exact && folded <= 18 {
+                let magnitude = i64::try_from(mantissa).unwrap_or(i64::MAX);
+                let n = if negative { -magnitude } else { magnitude };
+                return Ok(Value::Number(Number::Int(Integer::Small(n))));
+            }
+            let int = Integer::from_decimal(self.number_text(start)?)
                 .ok_or(ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })?;
-            Ok(Value::Number(Number::Int(int)))
+            return Ok(Value::Number(Number::Int(int)));
         }
+        let fraction_len = i64::try_from(n_frac).unwrap_or(i64::MAX);
+        if let Some(x) = exponent.and_then(|e| fast_float(exact, mantissa, e - fraction_len)) {
+            let x = if negative { -x } else { x };
+            let finite = Finite::new(x)
+                .ok_or(ParseError { kind: ParseErrorKind::NumberOutOfRange, offset: start })?;
+            return Ok(Value::Number(Number::Float(finite)));
+        }
+        let x: f64 = self
+            .number_text(start)?
+            .parse()
+            .map_err(|_| ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })?;
+        let finite = Finite::new(x)
+            .ok_or(ParseError { kind: ParseErrorKind::NumberOutOfRange, offset: start })?;
+        Ok(Value::Number(Number::Float(finite)))
     }
+
+    /// The text of the number that started at `start` (ASCII digits, signs, `.`, `e`, `E`).
+    fn number_text(&self, start: usize) -> Result<&str, ParseError> {
+        std::str::from_utf8(&self.input[start..self.pos])
+            .map_err(|_| ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })
+    }
+}
+
+/// Clinger's fast path: `mantissa × 10^exponent` is correctly rounded by one IEEE operation
+/// when the mantissa is exact and below 2^53 and |exponent| ≤ 22 (10^22 is exact in a double).
+/// Anything else is left to the standard library's correctly rounding parser.
+fn fast_float(exact: bool, mantissa: u64, exponent: i64) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    if !exact || mantissa >= 1 << 53 {
+        return None;
+    }
+    // Exact: the mantissa is below 2^53.
+    #[allow(clippy::cast_precision_loss)]
+    let m = mantissa as f64;
+    let power = POW10.get(usize::try_from(exponent.unsigned_abs()).ok()?)?;
+    Some(if exponent < 0 { m / power } else { m * power })
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::parse::word_has_stop;
 use crate::value::{Integer, Map, Number, Value};
 
 /// Largest integer JCS accepts (2^53 − 1): beyond it a double cannot hold every integer.
@@ -70,16 +71,7 @@ fn jcs_value(value: &Value, out: &mut Vec<u8>, depth: usize) -> Result<(), Write
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(Number::Int(Integer::Small(n))) => {
-            if n.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
-                return Err(WriteError::IntegerOutOfRange(n.to_string()));
-            }
-            push_i64(*n, out);
-        }
-        Value::Number(Number::Int(Integer::Big(text))) => {
-            return Err(WriteError::IntegerOutOfRange(text.as_str().to_owned()));
-        }
-        Value::Number(Number::Float(x)) => push_es_number(x.get(), out),
+        Value::Number(number) => jcs_number(number, out)?,
         Value::String(s) => jcs_string(s, out),
         Value::Array(items) => {
             let depth = enter(depth)?;
@@ -132,6 +124,23 @@ fn jcs_object(
     Ok(())
 }
 
+/// Writes a number as JCS does (integers beyond ±(2^53 − 1) are refused).
+pub(crate) fn jcs_number(number: &Number, out: &mut Vec<u8>) -> Result<(), WriteError> {
+    match number {
+        Number::Int(Integer::Small(n)) => {
+            if n.unsigned_abs() > MAX_SAFE_INTEGER.unsigned_abs() {
+                return Err(WriteError::IntegerOutOfRange(n.to_string()));
+            }
+            push_i64(*n, out);
+        }
+        Number::Int(Integer::Big(text)) => {
+            return Err(WriteError::IntegerOutOfRange(text.as_str().to_owned()));
+        }
+        Number::Float(x) => push_es_number(x.get(), out),
+    }
+    Ok(())
+}
+
 fn enter(depth: usize) -> Result<usize, WriteError> {
     if depth >= MAX_WRITE_DEPTH {
         return Err(WriteError::TooDeep);
@@ -165,14 +174,30 @@ pub(crate) fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
 /// UTF-8 byte order (the map's order) equals UTF-16 code-unit order unless a key holds a
 /// character in U+E000..=U+FFFF (lead byte 0xEE/0xEF) or outside the BMP (lead byte ≥ 0xF0).
 fn needs_utf16_sort(map: &Map) -> bool {
-    map.len() > 1 && map.keys().any(|k| k.bytes().any(|b| b >= 0xEE))
+    // Eight bytes at a time: a word without any high bit is ASCII, so below 0xEE.
+    let has_high_lead = |key: &String| {
+        let mut chunks = key.as_bytes().chunks_exact(8);
+        chunks.any(|chunk| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            u64::from_le_bytes(word) & 0x8080_8080_8080_8080 != 0
+                && chunk.iter().any(|&b| b >= 0xEE)
+        }) || chunks.remainder().iter().any(|&b| b >= 0xEE)
+    };
+    map.len() > 1 && map.keys().any(has_high_lead)
 }
 
-fn jcs_string(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn jcs_string(s: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     let bytes = s.as_bytes();
-    // Most strings need no escaping; this scan vectorises, the loop below does not.
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    // Most strings need no escaping: check eight bytes at a time, the loop below does not.
+    let mut chunks = bytes.chunks_exact(8);
+    let clean = chunks.all(|chunk| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        !word_has_stop(u64::from_le_bytes(word))
+    }) && !chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    if clean {
         out.extend_from_slice(bytes);
         out.push(b'"');
         return;

@@ -18,6 +18,11 @@ pub fn read_bytes(path: &Path) -> Result<Vec<u8>> {
     } else {
         let file =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        // `take` hides the file's size from `read_to_end`: reserve it here (one allocation
+        // instead of a doubling series on large documents).
+        if let Ok(meta) = file.metadata() {
+            bytes.reserve(usize::try_from(meta.len().min(limit)).unwrap_or(0));
+        }
         file.take(limit)
             .read_to_end(&mut bytes)
             .with_context(|| format!("cannot read {}", path.display()))?;

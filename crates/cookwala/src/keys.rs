@@ -21,11 +21,23 @@
 //! [`UNBOUNDED_VALID_FROM`]: such a publication says "this key is current", not since when.
 //! A discovery entry's `expires` becomes `validTo`.
 
+use std::sync::OnceLock;
+
 use canonical_json::{Map, Value};
 use p256::ecdsa::signature::Signer as _;
 use rand::CryptoRng;
 
 use crate::b64;
+
+/// The Ed25519 public key of a record, decoded as `verify_raw` decodes it.
+fn decode_ed25519(alg: &Alg, public_key: &str) -> Option<ed25519_dalek::VerifyingKey> {
+    if *alg != Alg::EdDsa {
+        return None;
+    }
+    let bytes = b64::decode(public_key).ok()?;
+    let bytes = <&[u8; 32]>::try_from(bytes.as_slice()).ok()?;
+    ed25519_dalek::VerifyingKey::from_bytes(bytes).ok()
+}
 
 /// `validFrom` given to keys whose publication carries no validity start.
 pub const UNBOUNDED_VALID_FROM: &str = "0001-01-01T00:00:00Z";
@@ -306,9 +318,21 @@ fn opt_str(map: &Map, field: &'static str) -> Result<Option<String>, KeyError> {
 }
 
 /// An ordered set of KeyRecords (lookups use the first matching `kid`).
-#[derive(Clone, Debug, Default, PartialEq)]
+///
+/// The set also keeps each Ed25519 public key decoded (base64url, then point decompression, the
+/// costly part of a verification after the curve check itself), made on first use from the
+/// record's text and dropped whenever records change, so it always says what the records say.
+#[derive(Clone, Debug, Default)]
 pub struct KeySet {
     records: Vec<KeyRecord>,
+    /// `decoded[i]`: the Ed25519 key of `records[i]`, `None` when it is not a usable one.
+    decoded: OnceLock<Vec<Option<ed25519_dalek::VerifyingKey>>>,
+}
+
+impl PartialEq for KeySet {
+    fn eq(&self, other: &KeySet) -> bool {
+        self.records == other.records
+    }
 }
 
 impl KeySet {
@@ -319,22 +343,37 @@ impl KeySet {
 
     /// A set of the given records, in order.
     pub fn from_records(records: Vec<KeyRecord>) -> KeySet {
-        KeySet { records }
+        KeySet { records, decoded: OnceLock::new() }
     }
 
     /// Appends a record (it loses to earlier records with the same `kid`).
     pub fn push(&mut self, record: KeyRecord) {
         self.records.push(record);
+        self.decoded = OnceLock::new();
     }
 
     /// Appends every record of `other`.
     pub fn extend(&mut self, other: KeySet) {
         self.records.extend(other.records);
+        self.decoded = OnceLock::new();
     }
 
     /// The first record whose `kid` equals `kid`.
     pub fn find(&self, kid: &str) -> Option<&KeyRecord> {
         self.records.iter().find(|r| r.kid == kid)
+    }
+
+    /// The first record whose `kid` equals `kid`, with its Ed25519 key decoded once per set
+    /// (`None` for other algorithms and for keys that do not decode).
+    pub(crate) fn find_with_ed25519(
+        &self,
+        kid: &str,
+    ) -> Option<(&KeyRecord, Option<&ed25519_dalek::VerifyingKey>)> {
+        let index = self.records.iter().position(|r| r.kid == kid)?;
+        let decoded = self.decoded.get_or_init(|| {
+            self.records.iter().map(|r| decode_ed25519(&r.alg, &r.public_key)).collect()
+        });
+        Some((&self.records[index], decoded.get(index).and_then(Option::as_ref)))
     }
 
     /// The records, in order.
@@ -504,7 +543,7 @@ impl KeySet {
 
 impl FromIterator<KeyRecord> for KeySet {
     fn from_iter<I: IntoIterator<Item = KeyRecord>>(iter: I) -> KeySet {
-        KeySet { records: iter.into_iter().collect() }
+        KeySet::from_records(iter.into_iter().collect())
     }
 }
 

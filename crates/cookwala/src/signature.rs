@@ -298,7 +298,7 @@ fn check(
     let Some(kid) = sig.get("kid").and_then(Value::as_str) else {
         return Reason::UnknownKey;
     };
-    let Some(record) = keys.find(kid) else {
+    let Some((record, ed25519)) = keys.find_with_ed25519(kid) else {
         return Reason::UnknownKey;
     };
     // 4. alg_mismatch.
@@ -328,6 +328,19 @@ fn check(
     let Ok(input) = signing_input(hash, kid, alg, signed_at, kind) else {
         return Reason::BadSignature;
     };
+    // Ed25519: the key set decoded the public key once; the rest is `verify_raw`'s check.
+    if record.alg == Alg::EdDsa {
+        let Some(key) = ed25519 else { return Reason::BadSignature };
+        let Ok(sig) = b64::decode(sig_text) else { return Reason::BadSignature };
+        let Ok(sig) = ed25519_dalek::Signature::from_slice(&sig) else {
+            return Reason::BadSignature;
+        };
+        return if key.verify_strict(&input, &sig).is_ok() {
+            Reason::Ok
+        } else {
+            Reason::BadSignature
+        };
+    }
     let (Ok(public), Ok(sig_bytes)) = (b64::decode(&record.public_key), b64::decode(sig_text))
     else {
         return Reason::BadSignature;

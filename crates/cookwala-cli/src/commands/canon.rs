@@ -4,17 +4,47 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use canonical_json::{digest, to_jcs};
+use canonical_json::{CanonicalizeError, Limits, canonicalize, digest};
 
-use crate::input::{display, read_json};
+use crate::input::{display, read_bytes, read_json};
 
 /// Writes the RFC 8785 bytes of the document (no trailing newline).
+///
+/// One pass from text to bytes (`canonical_json::canonicalize`): no value tree is built, which
+/// is most of the time and memory on large documents. Errors read as before: a parse error is
+/// "not valid JSON", a document JCS cannot write names the file.
 pub fn canon(path: &Path) -> Result<()> {
-    let value = read_json(path)?;
-    let bytes = to_jcs(&value).with_context(|| display(path))?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&bytes).context("cannot write to stdout")?;
-    out.flush().context("cannot write to stdout")
+    let input = read_bytes(path)?;
+    let bytes = match canonicalize(&input, Limits::default()) {
+        Ok(bytes) => bytes,
+        Err(CanonicalizeError::Parse(e)) => {
+            return Err(e).with_context(|| format!("{} is not valid JSON", display(path)));
+        }
+        Err(CanonicalizeError::Write(e)) => return Err(e).with_context(|| display(path)),
+    };
+    drop(input);
+    write_stdout(&bytes).context("cannot write to stdout")
+}
+
+/// Writes `bytes` to standard output in one go. Stdout is line-buffered, and a line writer
+/// searches the whole of a large write for its last newline first; on Unix the bytes go to a
+/// duplicate of the descriptor instead (stdout's buffer is empty here).
+fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsFd;
+        let stdout = std::io::stdout();
+        let mut lock = stdout.lock();
+        lock.flush()?;
+        let mut file = std::fs::File::from(lock.as_fd().try_clone_to_owned()?);
+        file.write_all(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()
+    }
 }
 
 /// Prints the `sha256:<hex>` document hash (top-level `hash` and `signature` excluded).

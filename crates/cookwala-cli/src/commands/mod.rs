@@ -1,5 +1,6 @@
 //! One module per subcommand: parse arguments, load inputs, call the library, print.
 
+pub mod batch;
 pub mod canon;
 pub mod conformance;
 pub mod cook;

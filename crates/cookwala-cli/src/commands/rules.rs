@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -13,8 +12,9 @@ use cookwala::time::{Instant, parse_timestamp};
 use cookwala::units;
 use cookwala::vocab::Vocabulary;
 
+use super::batch;
 use crate::clock;
-use crate::input::{display, read_bytes, read_json};
+use crate::input::{display, read_json};
 use crate::output::compact;
 
 /// The vocabulary: the compiled-in one, or the standard's JSON files from `--vocab DIR`
@@ -219,10 +219,10 @@ fn target_note(target: Option<Target>) -> String {
 #[derive(Debug, clap::Args)]
 pub struct DryRunArgs {
     /// The recipe
-    #[arg(long, required_unless_present = "batch")]
+    #[arg(long, required_unless_present_any = ["batch", "recipes"])]
     pub recipe: Option<PathBuf>,
     /// The device's capabilities document
-    #[arg(long, required_unless_present = "batch")]
+    #[arg(long, required_unless_present_any = ["batch", "recipes"])]
     pub device: Option<PathBuf>,
     /// A person is present in the kitchen
     #[arg(long)]
@@ -239,10 +239,20 @@ pub struct DryRunArgs {
     /// Judge sensor calibrations at this instant (RFC 3339; default: now)
     #[arg(long)]
     pub now: Option<String>,
-    /// NDJSON file, one case per line:
-    /// {"recipe","capabilities","humanPresent","allowModel","limits","now"}; one result per line
+    /// NDJSON file (- for stdin, streamed), one case per line:
+    /// {"recipe","capabilities","humanPresent","allowModel","limits","now"}, documents also by
+    /// file ("recipeFile","capabilitiesFile","limitsFile") or id ("recipeId","deviceId");
+    /// one result per line
     #[arg(long, conflicts_with_all = ["recipe", "device", "limits", "no_limits", "human_present", "no_model", "now"])]
     pub batch: Option<PathBuf>,
+    /// Catalog × fleet: dry-run every recipe of DIR on every device of --devices, one JSON line
+    /// per pair (with --batch: the recipes that lines name by "recipeId")
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["recipe", "device"])]
+    pub recipes: Option<PathBuf>,
+    /// The capabilities documents of the catalog × fleet run (with --batch: the devices that
+    /// lines name by "deviceId")
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["recipe", "device"])]
+    pub devices: Option<PathBuf>,
     /// Load the standard's vocabulary (ops.json, units.json) from this folder instead of the
     /// built-in one
     #[arg(long = "vocab", value_name = "DIR")]
@@ -255,7 +265,7 @@ pub struct DryRunArgs {
     pub explain: bool,
 }
 
-fn parse_now(text: Option<&str>) -> Result<Instant> {
+pub(crate) fn parse_now(text: Option<&str>) -> Result<Instant> {
     let owned;
     let text = match text {
         Some(t) => t,
@@ -270,14 +280,12 @@ fn parse_now(text: Option<&str>) -> Result<Instant> {
 /// `cookwala dry-run` (and `explain`).
 pub fn dry_run(args: &DryRunArgs) -> Result<bool> {
     let vocab = vocabulary(args.vocab.as_deref())?;
-    if let Some(batch) = &args.batch {
-        return run_batch(&vocab, batch);
+    let recipes = args.recipes.as_deref().map(batch::Catalog::load).transpose()?;
+    let devices = args.devices.as_deref().map(batch::Catalog::load).transpose()?;
+    if let Some(path) = &args.batch {
+        let batch = batch::Batch { path, recipes: recipes.as_ref(), devices: devices.as_ref() };
+        return batch::run_batch(&vocab, &batch);
     }
-    let (Some(recipe), Some(device)) = (&args.recipe, &args.device) else {
-        bail!("--recipe FILE and --device FILE are required (or --batch FILE.ndjson)")
-    };
-    let recipe_doc = read_json(recipe)?;
-    let device_doc = read_json(device)?;
     let limits = if args.no_limits {
         None
     } else {
@@ -286,6 +294,28 @@ pub fn dry_run(args: &DryRunArgs) -> Result<bool> {
             None => cookwala::limits::default_pack(),
         })
     };
+    if recipes.is_some() || devices.is_some() {
+        let (Some(recipes), Some(devices)) = (&recipes, &devices) else {
+            bail!("--recipes DIR and --devices DIR go together")
+        };
+        let matrix = batch::Matrix {
+            recipes,
+            devices,
+            human_present: args.human_present,
+            allow_model: !args.no_model,
+            limits: limits.as_ref(),
+            now: parse_now(args.now.as_deref())?,
+        };
+        return batch::run_matrix(&vocab, &matrix);
+    }
+    let (Some(recipe), Some(device)) = (&args.recipe, &args.device) else {
+        bail!(
+            "--recipe FILE and --device FILE are required (or --batch FILE.ndjson, or \
+             --recipes DIR --devices DIR)"
+        )
+    };
+    let recipe_doc = read_json(recipe)?;
+    let device_doc = read_json(device)?;
     let options = Options {
         human_present: args.human_present,
         allow_model: !args.no_model,
@@ -391,80 +421,6 @@ pub fn explain(vocab: &Vocabulary, result: &DryRun, options: &Options<'_>) -> St
         out.push_str(&format!("Warning: {w}\n"));
     }
     out
-}
-
-/// One batch case → one result line (or an error line naming the case).
-fn batch_case(vocab: &Vocabulary, line: &str, default_limits: &Value) -> Result<Value> {
-    let case = canonical_json::parse(line.as_bytes()).context("not JSON")?;
-    let recipe = case.get("recipe").context("missing recipe")?;
-    let caps = case.get("capabilities").context("missing capabilities")?;
-    let flag = |k: &str, d: bool| -> Result<bool> {
-        match case.get(k) {
-            None | Some(Value::Null) => Ok(d),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(_) => bail!("{k} is not a boolean"),
-        }
-    };
-    let limits = match case.get("limits") {
-        None => Some(default_limits),
-        Some(Value::Null) => None,
-        Some(l) => Some(l),
-    };
-    let now = match case.get("now") {
-        None | Some(Value::Null) => parse_now(None)?,
-        Some(Value::String(s)) => parse_now(Some(s))?,
-        Some(_) => bail!("now is not a string"),
-    };
-    let options = Options {
-        human_present: flag("humanPresent", false)?,
-        allow_model: flag("allowModel", true)?,
-        limits,
-        now,
-    };
-    let result = dryrun::dry_run(vocab, recipe, caps, options)?;
-    Ok(result.summary())
-}
-
-fn run_batch(vocab: &Vocabulary, path: &Path) -> Result<bool> {
-    let bytes = read_bytes(path)?;
-    let default_limits = cookwala::limits::default_pack();
-    let mut all_ok = true;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for (i, line) in bytes.lines().enumerate() {
-        let line =
-            line.with_context(|| format!("{}: line {} is not UTF-8", display(path), i + 1))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value = match batch_case(vocab, &line, &default_limits) {
-            Ok(v) => {
-                if v.get("state").and_then(Value::as_str) != Some("accepted") {
-                    all_ok = false;
-                }
-                v
-            }
-            Err(e) => {
-                all_ok = false;
-                let mut m = Map::new();
-                m.insert("error".into(), format!("line {}: {e:#}", i + 1).into());
-                Value::Object(m)
-            }
-        };
-        if let Err(e) = writeln!(out, "{}", compact(&value)?) {
-            // A closed pipe (`| head`) ends the output quietly.
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(all_ok);
-            }
-            return Err(e).context("cannot write to stdout");
-        }
-    }
-    match out.flush() {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(e).context("cannot write to stdout")
-        }
-        _ => Ok(all_ok),
-    }
 }
 
 /// An executor's checks for an ExecuteRequest, in the upstream hub's order, then the dry run

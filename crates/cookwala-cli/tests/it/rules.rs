@@ -300,3 +300,136 @@ fn precheck_runs_the_executor_checks_then_the_dry_run() {
     assert_exit(&out, 1);
     assert_eq!(json_out(&out).get("reason").and_then(Value::as_str), Some("missing_capability"));
 }
+
+/// Batches name documents inline, by file or by id, read standard input, reuse what they parsed
+/// without changing any result or error, and the catalog × fleet mode prints the same results.
+#[test]
+fn dry_run_batch_references_stdin_reuse_and_catalog_by_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(path) = samples_bundle() else { return };
+    let b = canonical_json::parse(std::fs::read(path).unwrap().as_slice()).unwrap();
+    let now = b.get("now").and_then(Value::as_str).unwrap();
+    for (kind, sub) in [("recipes", "recipes"), ("devices", "devices")] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        for (name, doc) in b.get(kind).and_then(Value::as_object).unwrap() {
+            let text = canonical_json::to_python(doc, canonical_json::PyFormat::PRETTY).unwrap();
+            std::fs::write(dir.path().join(format!("{sub}/{name}.json")), text).unwrap();
+        }
+    }
+    let recipe_id = |name: &str| {
+        b.pointer(&format!("/recipes/{name}/id")).and_then(Value::as_str).unwrap().to_owned()
+    };
+    let cases = b.pointer("/expected/dryRuns").and_then(Value::as_array).unwrap();
+    let (mut inline, mut by_file, mut by_id) = (String::new(), String::new(), String::new());
+    let mut matrix_want = Vec::new();
+    for case in cases {
+        let s = |k: &str| case.get(k).and_then(Value::as_str).unwrap().to_owned();
+        let human = case.get("humanPresent").and_then(Value::as_bool).unwrap();
+        let tail = format!(r#""humanPresent":{human},"allowModel":true,"now":"{now}""#);
+        let recipe = b.get("recipes").unwrap().get(&s("recipe")).unwrap();
+        let device = b.get("devices").unwrap().get(&s("device")).unwrap();
+        let text = |v: &Value| String::from_utf8(canonical_json::to_python_compact(v).unwrap());
+        inline.push_str(&format!(
+            r#"{{"recipe":{},"capabilities":{},{tail}}}"#,
+            text(recipe).unwrap(),
+            text(device).unwrap()
+        ));
+        inline.push('\n');
+        by_file.push_str(&format!(
+            r#"{{"recipeFile":"recipes/{}.json","capabilitiesFile":"devices/{}.json",{tail}}}"#,
+            s("recipe"),
+            s("device")
+        ));
+        by_file.push('\n');
+        by_id.push_str(&format!(
+            r#"{{"recipeId":"{}","deviceId":"{}",{tail}}}"#,
+            recipe_id(&s("recipe")),
+            s("device")
+        ));
+        by_id.push('\n');
+        if !human {
+            matrix_want.push((recipe_id(&s("recipe")), s("device")));
+        }
+    }
+    std::fs::write(dir.path().join("inline.ndjson"), &inline).unwrap();
+    std::fs::write(dir.path().join("by-file.ndjson"), &by_file).unwrap();
+    std::fs::write(dir.path().join("by-id.ndjson"), &by_id).unwrap();
+    let out = cookwala(dir.path(), &["dry-run", "--batch", "inline.ndjson"]);
+    assert_exit(&out, 1);
+    let want = stdout(&out);
+    assert_eq!(want.lines().count(), cases.len());
+    let out = cookwala(dir.path(), &["dry-run", "--batch", "by-file.ndjson"]);
+    assert_eq!(stdout(&out), want);
+    let ids =
+        ["dry-run", "--batch", "by-id.ndjson", "--recipes", "recipes", "--devices", "devices"];
+    let out = cookwala(dir.path(), &ids);
+    assert_eq!(stdout(&out), want);
+    let out = crate::cookwala_in(dir.path(), &["dry-run", "--batch", "-"], inline.as_bytes());
+    assert_eq!(stdout(&out), want);
+
+    // Reuse never hides an error: the same recipe text, then broken lines around it. Each error
+    // line is what the parser says about that line alone.
+    let first = inline.lines().next().unwrap();
+    let broken = [
+        first.replacen(r#""capabilities""#, r#""recipe""#, 1),
+        first[..first.len() - 1].to_owned(),
+        format!("{first}x"),
+        first.replacen("\"now\"", "\"n\\ud800\"", 1),
+    ];
+    let mut mixed = format!("{first}\n");
+    for line in &broken {
+        mixed.push_str(line);
+        mixed.push_str("\n\n");
+        mixed.push_str(first);
+        mixed.push('\n');
+    }
+    std::fs::write(dir.path().join("mixed.ndjson"), &mixed).unwrap();
+    let out = cookwala(dir.path(), &["dry-run", "--batch", "mixed.ndjson"]);
+    let got: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+    let first_result = want.lines().next().unwrap();
+    assert_eq!(got.len(), 1 + 2 * broken.len());
+    for (i, line) in broken.iter().enumerate() {
+        let err = canonical_json::parse(line.as_bytes()).unwrap_err();
+        let number = 2 + 3 * i;
+        let expected = canonical_json::to_python(
+            &[("error", Value::from(format!("line {number}: not JSON: {err}")))]
+                .into_iter()
+                .collect::<Value>(),
+            canonical_json::PyFormat { indent: None, keep_unicode: true },
+        )
+        .unwrap();
+        assert_eq!(got[1 + 2 * i], String::from_utf8(expected).unwrap());
+        assert_eq!(got[2 + 2 * i], first_result);
+    }
+
+    // Catalog × fleet: every recipe on every device, each result as in the batch.
+    let out = cookwala(
+        dir.path(),
+        &["dry-run", "--recipes", "recipes", "--devices", "devices", "--now", now],
+    );
+    assert_exit(&out, 1);
+    let mut got: Vec<Value> =
+        stdout(&out).lines().map(|l| canonical_json::parse(l.as_bytes()).unwrap()).collect();
+    assert_eq!(got.len(), matrix_want.len());
+    let batch: Vec<Value> =
+        want.lines().map(|l| canonical_json::parse(l.as_bytes()).unwrap()).collect();
+    let mut expected = Vec::new();
+    for (case, result) in cases.iter().zip(&batch) {
+        if case.get("humanPresent").and_then(Value::as_bool) == Some(false) {
+            let mut m = result.as_object().unwrap().clone();
+            let s = |k: &str| case.get(k).and_then(Value::as_str).unwrap().to_owned();
+            m.insert("recipe".into(), recipe_id(&s("recipe")).into());
+            m.insert("device".into(), s("device").into());
+            expected.push(Value::Object(m));
+        }
+    }
+    let key = |v: &Value| {
+        (
+            v.get("recipe").unwrap().as_str().unwrap().to_owned(),
+            v.get("device").unwrap().as_str().unwrap().to_owned(),
+        )
+    };
+    got.sort_by_key(key);
+    expected.sort_by_key(key);
+    assert_eq!(got, expected);
+}

@@ -237,3 +237,31 @@ fn a_record_without_valid_from_gives_invalid_timestamp() {
         Reason::UnknownKey
     );
 }
+
+/// The key set keeps Ed25519 keys decoded; changing the set changes what it verifies with, and
+/// a clone or a key that does not decode behaves as the records say.
+#[test]
+fn decoded_keys_follow_the_records() {
+    let (key, keys, signed) = setup(SigningAlg::EdDsa);
+    let good = keys.records()[0].clone();
+    let other = with_record(&keys, |r| r.kid = "did:web:other#k".into());
+    let mut growing = other.clone();
+    assert_eq!(reason(&signed, &growing), Reason::UnknownKey);
+    growing.push(good.clone());
+    assert_eq!(reason(&signed, &growing), Reason::Ok);
+    assert_eq!(reason(&signed, &growing.clone()), Reason::Ok);
+    // A first record with the same kid and a broken key wins, as `find` says.
+    let broken = with_record(&keys, |r| r.public_key = "AAAA".into());
+    let mut shadowed = broken.clone();
+    shadowed.push(good.clone());
+    assert_eq!(reason(&signed, &shadowed), Reason::BadSignature);
+    let mut extended = other;
+    extended.extend(KeySet::from_records(vec![good]));
+    assert_eq!(reason(&signed, &extended), Reason::Ok);
+    // Another key under the same kid: the signature does not verify.
+    let stranger =
+        SigningKey::generate(SigningAlg::EdDsa, &mut rand::rngs::StdRng::seed_from_u64(8));
+    let wrong = with_record(&keys, |r| r.public_key = stranger.public_key());
+    assert_eq!(reason(&signed, &wrong), Reason::BadSignature);
+    let _ = key;
+}

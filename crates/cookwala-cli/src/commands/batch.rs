@@ -1,0 +1,490 @@
+//! `cookwala dry-run --batch FILE` and the catalog × fleet mode (`--recipes DIR --devices DIR`).
+//!
+//! A batch is NDJSON, one case per line, read as a stream (standard input with `-`): no cap on
+//! the whole input, only on one line (64 MiB, the size limit of any document). A case names its
+//! documents inline (`recipe`, `capabilities`, `limits`), by file (`recipeFile`,
+//! `capabilitiesFile`, `limitsFile`, relative to the batch file's folder) or by id (`recipeId`,
+//! `deviceId`, looked up in `--recipes DIR` / `--devices DIR`). Inline members win over the
+//! others, so a line written for the inline form reads as it always did.
+//!
+//! Batches repeat their documents, so nothing is parsed twice: a file or catalog document is
+//! parsed once, and an inline object or array of 256 bytes or more is parsed once per distinct
+//! text. A later line reuses the parsed value when its bytes at that place equal a text already
+//! parsed (compared in full; a fingerprint of the first 256 bytes only picks the candidates).
+//! That is exact: an object or array that parsed is a complete value, so a line holding the same
+//! bytes holds the same value there. Anything unusual about a line (a syntax error, a duplicate
+//! key, an oversized line) sends it through the plain path, a full parse of the line, whose
+//! errors are the ones reported.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use anyhow::{Context, Result, bail};
+use canonical_json::{DEFAULT_MAX_DEPTH, Limits, Map, Value, parse_prefix};
+use cookwala::dryrun::{self, Options, PreparedDevice, PreparedRecipe};
+use cookwala::time::Instant;
+use cookwala::vocab::Vocabulary;
+
+use crate::input::{MAX_INPUT_BYTES, display, read_json};
+use crate::output::compact;
+
+/// Limits for a member of a line: the line itself is the first level of nesting.
+const MEMBER_LIMITS: Limits =
+    Limits { max_depth: DEFAULT_MAX_DEPTH - 1, max_bytes: MAX_INPUT_BYTES };
+
+/// Values shorter than this are parsed each time (cheaper than looking them up).
+const FINGERPRINT_LEN: usize = 256;
+/// Parsed inline texts kept at most (bytes of source text).
+const CACHE_BUDGET: usize = 256 << 20;
+/// Distinct texts kept per fingerprint.
+const BUCKET_MAX: usize = 8;
+
+/// Documents named by id: `--recipes DIR`, `--devices DIR`.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    /// `(id, document)`, sorted by id.
+    docs: Vec<(String, Rc<Value>)>,
+}
+
+impl Catalog {
+    /// Reads every `*.json` file of `dir`. A document's id is its `id` member when that is a
+    /// string, else its file name up to the first dot.
+    ///
+    /// # Errors
+    /// Unreadable folders or files, invalid JSON, two documents with one id.
+    pub fn load(dir: &Path) -> Result<Catalog> {
+        let mut files = Vec::new();
+        for entry in
+            std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?
+        {
+            let path = entry.with_context(|| format!("cannot list {}", dir.display()))?.path();
+            if path.extension().is_some_and(|e| e == "json") && path.is_file() {
+                files.push(path);
+            }
+        }
+        files.sort();
+        let mut docs: Vec<(String, Rc<Value>)> = Vec::with_capacity(files.len());
+        for path in files {
+            let value = read_json(&path)?;
+            let id = match value.get("id").and_then(Value::as_str) {
+                Some(id) => id.to_owned(),
+                None => {
+                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    let name = name.unwrap_or_default();
+                    name.split('.').next().unwrap_or_default().to_owned()
+                }
+            };
+            if docs.iter().any(|(other, _)| *other == id) {
+                bail!("{}: two documents have the id {id:?}", dir.display());
+            }
+            docs.push((id, Rc::new(value)));
+        }
+        docs.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Catalog { docs })
+    }
+
+    fn get(&self, id: &str) -> Option<&Rc<Value>> {
+        self.docs.binary_search_by(|(k, _)| k.as_str().cmp(id)).ok().map(|i| &self.docs[i].1)
+    }
+}
+
+/// Where a batch comes from and what its lines may refer to.
+#[derive(Debug)]
+pub struct Batch<'a> {
+    /// The NDJSON file (`-`: standard input).
+    pub path: &'a Path,
+    /// Recipes by id.
+    pub recipes: Option<&'a Catalog>,
+    /// Capabilities documents by id.
+    pub devices: Option<&'a Catalog>,
+}
+
+/// An inline text parsed once.
+struct Parsed {
+    text: Box<[u8]>,
+    value: Rc<Value>,
+}
+
+/// Parsed inline objects and arrays, found again by their exact bytes.
+#[derive(Default)]
+struct TextCache {
+    buckets: HashMap<u64, Vec<Parsed>>,
+    bytes: usize,
+}
+
+impl TextCache {
+    /// Reads the value at the start of `rest` (no leading whitespace): `(value, length)`, or
+    /// `None` when it is not valid there.
+    fn read(&mut self, rest: &[u8]) -> Option<(Rc<Value>, usize)> {
+        let fingerprint = match (rest.first(), rest.get(..FINGERPRINT_LEN)) {
+            (Some(b'{' | b'['), Some(head)) => {
+                let mut hasher = DefaultHasher::new();
+                head.hash(&mut hasher);
+                Some(hasher.finish())
+            }
+            _ => None,
+        };
+        if let Some(bucket) = fingerprint.and_then(|f| self.buckets.get(&f))
+            && let Some(hit) = bucket.iter().find(|p| rest.starts_with(&p.text))
+        {
+            return Some((Rc::clone(&hit.value), hit.text.len()));
+        }
+        let (value, len) = parse_prefix(rest, MEMBER_LIMITS).ok()?;
+        let value = Rc::new(value);
+        if let Some(fingerprint) = fingerprint
+            && len >= FINGERPRINT_LEN
+            && self.bytes + len <= CACHE_BUDGET
+        {
+            let bucket = self.buckets.entry(fingerprint).or_default();
+            if bucket.len() < BUCKET_MAX {
+                bucket.push(Parsed { text: rest[..len].into(), value: Rc::clone(&value) });
+                self.bytes += len;
+            }
+        }
+        Some((value, len))
+    }
+}
+
+fn skip_ws(line: &[u8], mut pos: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = line.get(pos) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The members of a line that is a JSON object, read through the cache; `None` when the line
+/// is anything else (the plain path then parses it and reports why).
+fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Rc<Value>)>> {
+    if line.len() > MAX_INPUT_BYTES {
+        return None;
+    }
+    let mut pos = skip_ws(line, 0);
+    if line.get(pos) != Some(&b'{') {
+        return None;
+    }
+    let mut members: Vec<(String, Rc<Value>)> = Vec::new();
+    pos = skip_ws(line, pos + 1);
+    if line.get(pos) == Some(&b'}') {
+        pos += 1;
+    } else {
+        loop {
+            if line.get(pos) != Some(&b'"') {
+                return None;
+            }
+            let (key, len) = parse_prefix(&line[pos..], MEMBER_LIMITS).ok()?;
+            let Value::String(key) = key else { return None };
+            pos = skip_ws(line, pos + len);
+            if line.get(pos) != Some(&b':') {
+                return None;
+            }
+            pos = skip_ws(line, pos + 1);
+            let (value, len) = cache.read(&line[pos..])?;
+            if members.iter().any(|(k, _)| *k == key) {
+                return None;
+            }
+            members.push((key, value));
+            pos = skip_ws(line, pos + len);
+            match line.get(pos) {
+                Some(b',') => pos = skip_ws(line, pos + 1),
+                Some(b'}') => {
+                    pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    (skip_ws(line, pos) == line.len()).then_some(members)
+}
+
+/// What a batch run keeps between lines.
+struct Session<'a> {
+    vocab: &'a Vocabulary,
+    batch: &'a Batch<'a>,
+    /// The folder `*File` members are relative to.
+    base: PathBuf,
+    default_limits: Rc<Value>,
+    files: HashMap<PathBuf, Rc<Value>>,
+    texts: TextCache,
+}
+
+impl Session<'_> {
+    fn file(&mut self, name: &str) -> Result<Rc<Value>> {
+        let path = self.base.join(name);
+        if let Some(doc) = self.files.get(&path) {
+            return Ok(Rc::clone(doc));
+        }
+        let doc = Rc::new(read_json(&path)?);
+        self.files.insert(path, Rc::clone(&doc));
+        Ok(doc)
+    }
+
+    /// A document given inline (`inline`), by file (`file`) or by id (`id` in `catalog`).
+    fn document(
+        &mut self,
+        get: &dyn Fn(&str) -> Option<Rc<Value>>,
+        (inline, file, id): (&str, &str, &str),
+        catalog: Option<&Catalog>,
+    ) -> Result<Option<Rc<Value>>> {
+        if let Some(doc) = get(inline) {
+            return Ok(Some(doc));
+        }
+        if let Some(name) = get(file) {
+            let name = name.as_str().with_context(|| format!("{file} is not a string"))?;
+            return self.file(name).map(Some);
+        }
+        if let Some(key) = get(id) {
+            let key = key.as_str().with_context(|| format!("{id} is not a string"))?;
+            let catalog = catalog.with_context(|| format!("{id} needs the catalog option"))?;
+            let doc = catalog.get(key).with_context(|| format!("no document with id {key:?}"))?;
+            return Ok(Some(Rc::clone(doc)));
+        }
+        Ok(None)
+    }
+
+    /// One case → its summary (the members come from the cache or from a full parse).
+    fn case(&mut self, get: &dyn Fn(&str) -> Option<Rc<Value>>) -> Result<Value> {
+        let recipes = self.batch.recipes;
+        let devices = self.batch.devices;
+        let recipe = self
+            .document(get, ("recipe", "recipeFile", "recipeId"), recipes)?
+            .context("missing recipe")?;
+        let caps = self
+            .document(get, ("capabilities", "capabilitiesFile", "deviceId"), devices)?
+            .context("missing capabilities")?;
+        let flag = |k: &str, d: bool| -> Result<bool> {
+            match get(k).as_deref() {
+                None | Some(Value::Null) => Ok(d),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => bail!("{k} is not a boolean"),
+            }
+        };
+        // As before: no `limits` member means the default pack, `null` means none.
+        let limits: Option<Rc<Value>> = match get("limits") {
+            Some(l) if l.is_null() => None,
+            Some(l) => Some(l),
+            None => match get("limitsFile") {
+                Some(name) => {
+                    let name = name.as_str().context("limitsFile is not a string")?;
+                    Some(self.file(name)?)
+                }
+                None => Some(Rc::clone(&self.default_limits)),
+            },
+        };
+        let now = match get("now").as_deref() {
+            None | Some(Value::Null) => super::rules::parse_now(None)?,
+            Some(Value::String(s)) => super::rules::parse_now(Some(s))?,
+            Some(_) => bail!("now is not a string"),
+        };
+        let options = Options {
+            human_present: flag("humanPresent", false)?,
+            allow_model: flag("allowModel", true)?,
+            limits: limits.as_deref(),
+            now,
+        };
+        let result = dryrun::dry_run(self.vocab, &recipe, &caps, options)?;
+        Ok(result.summary())
+    }
+
+    /// One line → one result (or an error naming the line).
+    fn line(&mut self, line: &[u8], number: usize) -> Result<Value> {
+        let outcome = match members(&mut self.texts, line) {
+            Some(members) => {
+                let get = |k: &str| members.iter().find(|(m, _)| m == k).map(|(_, v)| Rc::clone(v));
+                self.case(&get)
+            }
+            None => {
+                // The plain path: the line as one document, with the parser's own error.
+                let text = std::str::from_utf8(line).with_context(|| {
+                    format!("{}: line {number} is not UTF-8", display(self.batch.path))
+                })?;
+                match canonical_json::parse(text.as_bytes()).context("not JSON") {
+                    Ok(case) => {
+                        let get = |k: &str| case.get(k).cloned().map(Rc::new);
+                        self.case(&get)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        Ok(outcome.unwrap_or_else(|e| {
+            let mut m = Map::new();
+            m.insert("error".into(), format!("line {number}: {e:#}").into());
+            Value::Object(m)
+        }))
+    }
+}
+
+/// Reads one line (without its `\n` or `\r\n`) into `buf`; `false` at the end of input.
+fn next_line(
+    reader: &mut dyn BufRead,
+    buf: &mut Vec<u8>,
+    path: &Path,
+    number: usize,
+) -> Result<bool> {
+    buf.clear();
+    let limit = MAX_INPUT_BYTES as u64 + 2;
+    let n = std::io::Read::take(&mut *reader, limit)
+        .read_until(b'\n', buf)
+        .with_context(|| format!("cannot read {}", display(path)))?;
+    if n == 0 {
+        return Ok(false);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    } else if buf.len() as u64 >= limit {
+        bail!("{}: line {number} is longer than {MAX_INPUT_BYTES} bytes", display(path));
+    }
+    Ok(true)
+}
+
+/// `cookwala dry-run --batch FILE`: one result line per case line, in order.
+///
+/// # Errors
+/// Unreadable input, a line that is not UTF-8 or too long, or output that cannot be written.
+pub fn run_batch(vocab: &Vocabulary, batch: &Batch<'_>) -> Result<bool> {
+    let mut reader: Box<dyn BufRead> = if batch.path == Path::new("-") {
+        Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock()))
+    } else {
+        let file = std::fs::File::open(batch.path)
+            .with_context(|| format!("cannot open {}", batch.path.display()))?;
+        Box::new(std::io::BufReader::with_capacity(1 << 20, file))
+    };
+    let base = match batch.path.parent() {
+        Some(dir) if batch.path != Path::new("-") => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut session = Session {
+        vocab,
+        batch,
+        base,
+        default_limits: Rc::new(cookwala::limits::default_pack()),
+        files: HashMap::new(),
+        texts: TextCache::default(),
+    };
+    let mut all_ok = true;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut buf = Vec::new();
+    let mut number = 0;
+    loop {
+        number += 1;
+        if !next_line(&mut *reader, &mut buf, batch.path, number)? {
+            break;
+        }
+        if blank(&buf, batch.path, number)? {
+            continue;
+        }
+        let value = session.line(&buf, number)?;
+        if value.get("state").and_then(Value::as_str) != Some("accepted") {
+            all_ok = false;
+        }
+        if !write_line(&mut out, &value)? {
+            return Ok(all_ok);
+        }
+    }
+    finish(out, all_ok)
+}
+
+/// A line of whitespace only (as `str::trim` sees it) is skipped; a line that is not UTF-8 is
+/// an error, as it always was. A line whose first non-blank byte is `{` needs no check here.
+fn blank(line: &[u8], path: &Path, number: usize) -> Result<bool> {
+    let first = line.iter().find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
+    if first == Some(&b'{') {
+        return Ok(false);
+    }
+    let text = std::str::from_utf8(line)
+        .with_context(|| format!("{}: line {number} is not UTF-8", display(path)))?;
+    Ok(text.trim().is_empty())
+}
+
+/// Writes one result line; `false` when the reader has gone (`| head`).
+fn write_line(out: &mut impl Write, value: &Value) -> Result<bool> {
+    match writeln!(out, "{}", compact(value)?) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e).context("cannot write to stdout"),
+    }
+}
+
+fn finish(mut out: impl Write, all_ok: bool) -> Result<bool> {
+    match out.flush() {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write to stdout")
+        }
+        _ => Ok(all_ok),
+    }
+}
+
+/// Settings of a catalog × fleet run.
+#[derive(Debug)]
+pub struct Matrix<'a> {
+    /// The recipes.
+    pub recipes: &'a Catalog,
+    /// The devices (capabilities documents).
+    pub devices: &'a Catalog,
+    /// A person is present.
+    pub human_present: bool,
+    /// The model rung may be used.
+    pub allow_model: bool,
+    /// The SafetyLimits pack (`None`: no limits).
+    pub limits: Option<&'a Value>,
+    /// The instant calibrations are judged at.
+    pub now: Instant,
+}
+
+/// `cookwala dry-run --recipes DIR --devices DIR`: every recipe on every device, one line
+/// `{"recipe","device",...summary}` per pair (recipes in id order, then devices in id order).
+/// Each recipe (with the limits) and each device is prepared once.
+///
+/// # Errors
+/// Output that cannot be written.
+pub fn run_matrix(vocab: &Vocabulary, matrix: &Matrix<'_>) -> Result<bool> {
+    let devices: Vec<(&str, PreparedDevice<'_>)> = matrix
+        .devices
+        .docs
+        .iter()
+        .map(|(id, doc)| (id.as_str(), PreparedDevice::new(vocab, doc, matrix.now)))
+        .collect();
+    let mut all_ok = true;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    for (recipe_id, recipe) in &matrix.recipes.docs {
+        let prepared = PreparedRecipe::new(vocab, recipe, matrix.limits);
+        for w in prepared.as_ref().map(PreparedRecipe::warnings).unwrap_or_default() {
+            eprintln!("warning: {recipe_id}: {w}");
+        }
+        for (device_id, device) in &devices {
+            let result = prepared.as_ref().map_err(Clone::clone).and_then(|p| {
+                dryrun::run_prepared(p, device, matrix.human_present, matrix.allow_model)
+            });
+            let mut line = match result {
+                Ok(run) => match run.summary() {
+                    Value::Object(map) => map,
+                    _ => Map::new(),
+                },
+                Err(e) => {
+                    let mut m = Map::new();
+                    m.insert("error".into(), e.to_string().into());
+                    m
+                }
+            };
+            if line.get("state").and_then(Value::as_str) != Some("accepted") {
+                all_ok = false;
+            }
+            line.insert("recipe".into(), recipe_id.as_str().into());
+            line.insert("device".into(), (*device_id).into());
+            if !write_line(&mut out, &Value::Object(line))? {
+                return Ok(all_ok);
+            }
+        }
+    }
+    finish(out, all_ok)
+}
