@@ -24,6 +24,7 @@
 //! Everything here is pure: no I/O, no clock.
 
 mod parse;
+mod scan;
 mod value;
 mod write;
 

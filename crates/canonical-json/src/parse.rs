@@ -3,6 +3,7 @@
 use std::collections::btree_map::Entry;
 use std::fmt;
 
+use crate::scan::word_has_stop;
 use crate::value::{Finite, Integer, Map, Number, Value};
 use crate::write::{WriteError, to_jcs};
 
@@ -201,20 +202,6 @@ const fn string_stops() -> [bool; 256] {
     table
 }
 static STRING_STOP: [bool; 256] = string_stops();
-
-/// True when one of the eight bytes of `word` is `"`, `\` or below 0x20.
-///
-/// The classic "has a zero byte" test: it may also flag a byte above a true hit (the borrow
-/// moves up), never a word without one, which is all a skip-ahead needs.
-pub(crate) fn word_has_stop(word: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let quote = has_zero(word ^ (ONES * u64::from(b'"')));
-    let backslash = has_zero(word ^ (ONES * u64::from(b'\\')));
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    quote | backslash | control != 0
-}
 
 struct Parser<'a> {
     input: &'a [u8],

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::parse::word_has_stop;
+use crate::scan::word_has_stop;
 use crate::value::{Integer, Map, Number, Value};
 
 /// Largest integer JCS accepts (2^53 − 1): beyond it a double cannot hold every integer.
