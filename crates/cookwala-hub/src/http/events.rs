@@ -47,30 +47,7 @@ async fn events(
     authorize(&hub, &headers)?;
     let slot = crate::limits::StreamSlot::take(&hub.inner.streams, hub.inner.config.max_streams)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned)
-        .or_else(|| query.get("after").filter(|v| !v.is_empty()).cloned());
-    let start = match last {
-        Some(id) => {
-            let lookup = id.clone();
-            hub.db(move |s| s.event_position(&lookup)).await?.ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "unknown-event-id",
-                    format!("no stored event has the id {id}; reconnect without Last-Event-ID"),
-                )
-            })?
-        }
-        None => hub.db(|s| s.last_event_position()).await?,
-    };
-    let filter = Filter {
-        type_prefix: query.get("type").filter(|v| !v.is_empty()).cloned(),
-        subject: query.get("subject").filter(|v| !v.is_empty()).cloned(),
-    };
+    let (start, filter) = resume_point(&hub, &headers, &query).await?;
     let bus = &hub.inner.bus;
     let state = Stream {
         committed: bus.committed(),
@@ -88,4 +65,45 @@ async fn events(
     });
     let keep_alive = KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive");
     Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
+}
+
+/// Where a stream starts and what it keeps: after the event named by `Last-Event-ID` (else
+/// `?after=`), or at the end of the outbox; `?type=` and `?subject=` filter. Shared by the SSE
+/// and WebSocket streams.
+///
+/// # Errors
+/// A 400 problem for an event id the outbox does not hold; the storage fails.
+pub(super) async fn resume_point(
+    hub: &Hub,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Result<(u64, Filter), ApiError> {
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .or_else(|| query.get("after").filter(|v| !v.is_empty()).cloned());
+    let start = match last {
+        Some(id) => {
+            let lookup = id.clone();
+            hub.db(move |s| s.event_position(&lookup)).await?.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "unknown-event-id",
+                    format!(
+                        "no stored event has the id {id}; reconnect without Last-Event-ID or \
+                         ?after="
+                    ),
+                )
+            })?
+        }
+        None => hub.db(|s| s.last_event_position()).await?,
+    };
+    let filter = Filter {
+        type_prefix: query.get("type").filter(|v| !v.is_empty()).cloned(),
+        subject: query.get("subject").filter(|v| !v.is_empty()).cloned(),
+    };
+    Ok((start, filter))
 }

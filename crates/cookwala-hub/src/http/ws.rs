@@ -23,6 +23,7 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 use crate::http::authorize;
+use crate::outbox::sse::Filter;
 use crate::service::Hub;
 
 /// The WebSocket routes (merged into [`crate::http::app`]).
@@ -55,49 +56,13 @@ async fn events(
         )
     })?;
     let slot = crate::limits::StreamSlot::take(&hub.inner.streams, hub.inner.config.max_streams)?;
-    let last = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned)
-        .or_else(|| query.get("after").filter(|v| !v.is_empty()).cloned());
-    let start = match last {
-        Some(id) => {
-            let lookup = id.clone();
-            hub.db(move |s| s.event_position(&lookup)).await?.ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "unknown-event-id",
-                    format!("no stored event has the id {id}; reconnect without it"),
-                )
-            })?
-        }
-        None => hub.db(|s| s.last_event_position()).await?,
-    };
-    let filter = Filter {
-        type_prefix: query.get("type").filter(|v| !v.is_empty()).cloned(),
-        subject: query.get("subject").filter(|v| !v.is_empty()).cloned(),
-    };
+    let (start, filter) = super::events::resume_point(&hub, &headers, &query).await?;
     // The client sends nothing but control frames: its messages are kept small.
     let upgrade = upgrade.max_message_size(64 * 1024).max_frame_size(64 * 1024);
     Ok(upgrade.on_upgrade(move |socket| async move {
         let _slot = slot;
         stream(hub, socket, start, filter).await;
     }))
-}
-
-#[derive(Clone, Debug, Default)]
-struct Filter {
-    type_prefix: Option<String>,
-    subject: Option<String>,
-}
-
-impl Filter {
-    fn admits(&self, ty: &str, subject: &str) -> bool {
-        self.type_prefix.as_deref().is_none_or(|p| ty.starts_with(p))
-            && self.subject.as_deref().is_none_or(|s| s == subject)
-    }
 }
 
 /// Sends the outbox after `position`, then live, until the client or the hub ends it.
