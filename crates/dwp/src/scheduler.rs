@@ -24,20 +24,7 @@ pub const DEFAULT_MAX_RETRIES: i64 = 2;
 pub const SCHEDULER_IDENTITY: &str = "dwp-scheduler/6.0";
 /// Proposal fields an `adapt` proposal may carry besides `type` (the adaptation shape minus
 /// the scheduler's own `decision`/`reason`). Nothing here can carry criterion content.
-pub const ADAPT_FIELDS: [&str; 12] = [
-    "kind",
-    "trigger_observation",
-    "evidence_artifact",
-    "hypothesis",
-    "action",
-    "rationale",
-    "affected_tasks",
-    "affected_criteria",
-    "authority",
-    "evidence_invalidated",
-    "evidence_preserved",
-    "resource_impact",
-];
+pub use crate::validate::ADAPTATION_FIELDS as ADAPT_FIELDS;
 
 fn type_is(event: &Value, etype: &str) -> bool {
     event.str_at("type") == Some(etype)

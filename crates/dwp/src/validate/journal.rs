@@ -7,9 +7,9 @@ use canonical_json::{Map, Number, Value};
 
 use super::fields::{Kind, closed, field, field_str, int_ge, is_int, is_num, num_lt, str_list};
 use super::schema::{
-    ADAPTATION_KINDS, EVENT_TYPES_V6, EVIDENCE_TYPES, EXECUTING_ACTORS, Generation,
-    INTERVENTION_CATEGORIES, JOURNAL_URL_V6, MECHANISMS, TRUST_LABELS, event_generation,
-    journal_url_for,
+    ADAPTATION_FIELDS, ADAPTATION_KINDS, EVENT_TYPES_V6, EVIDENCE_TYPES, EXECUTING_ACTORS,
+    Generation, INTERVENTION_CATEGORIES, JOURNAL_URL_V6, MECHANISMS, TRUST_LABELS,
+    event_generation, journal_url_for,
 };
 use crate::py::{
     is_addon_id, is_criterion_id, is_datetime, is_delegation_id, is_hex64, is_limit_id, is_plan_id,
@@ -308,26 +308,9 @@ fn id_list_errors(
 }
 
 fn v_adaptation(ev: &Map, errors: &mut Vec<String>) {
-    closed_event(
-        ev,
-        &[
-            "kind",
-            "trigger_observation",
-            "evidence_artifact",
-            "hypothesis",
-            "action",
-            "rationale",
-            "affected_tasks",
-            "affected_criteria",
-            "authority",
-            "evidence_invalidated",
-            "evidence_preserved",
-            "resource_impact",
-            "decision",
-            "reason",
-        ],
-        errors,
-    );
+    let mut fields = ADAPTATION_FIELDS.to_vec();
+    fields.extend(["decision", "reason"]);
+    closed_event(ev, &fields, errors);
     if !ev.get("kind").and_then(Value::as_str).is_some_and(|k| ADAPTATION_KINDS.contains(&k)) {
         errors.push(format!(
             "event.kind: {} is outside the closed section-3.3 enumeration ({}) - the \

@@ -14,8 +14,8 @@ mod schema;
 pub use contract::{closure_errors, command_head, contract_errors, gate_command_errors};
 pub use journal::{journal_errors, journal_event_errors, type_counts};
 pub use schema::{
-    ADAPTATION_KINDS, CAPABILITIES, CONTRACT_URL_V6, CONTRACT_URL_V7, EVENT_TYPES_V6,
-    EVIDENCE_TYPES, EXECUTING_ACTORS, Generation, INTERVENTION_CATEGORIES, JOURNAL_URL_V6,
-    JOURNAL_URL_V7, MECHANISMS, TRUST_LABELS, contract_generation, event_generation,
-    journal_url_for,
+    ADAPTATION_FIELDS, ADAPTATION_KINDS, CAPABILITIES, CONTRACT_URL_V6, CONTRACT_URL_V7,
+    EVENT_TYPES_V6, EVIDENCE_TYPES, EXECUTING_ACTORS, Generation, INTERVENTION_CATEGORIES,
+    JOURNAL_URL_V6, JOURNAL_URL_V7, MECHANISMS, TRUST_LABELS, contract_generation,
+    event_generation, journal_url_for,
 };

@@ -120,3 +120,20 @@ pub fn event_generation(event: &Value) -> Option<Generation> {
 pub fn journal_url_for(contract: &Value) -> &'static str {
     contract_generation(contract).unwrap_or(Generation::V6).journal_url()
 }
+
+/// The fields of an `adaptation` event besides the envelope and the scheduler's own
+/// `decision`/`reason` (what an `adapt` proposal may carry).
+pub const ADAPTATION_FIELDS: [&str; 12] = [
+    "kind",
+    "trigger_observation",
+    "evidence_artifact",
+    "hypothesis",
+    "action",
+    "rationale",
+    "affected_tasks",
+    "affected_criteria",
+    "authority",
+    "evidence_invalidated",
+    "evidence_preserved",
+    "resource_impact",
+];
