@@ -102,3 +102,4 @@ pub fn ensure_ext() {
         }
     });
 }
+pub mod postgres;

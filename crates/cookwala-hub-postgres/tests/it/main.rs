@@ -1,0 +1,3 @@
+//! Integration tests of the PostgreSQL store (one test binary; see each module).
+
+mod contract;
