@@ -10,6 +10,7 @@
 //!              [--warmup-secs S] [--ceiling-secs S] [--batch-rows N] [--row-bytes N]
 //!              [--executions N] [--sim-runs N]                     (see bench/hub.sh)
 //! cw-bench bare-serve BODIES.json                                  (started by `hub`)
+//! cw-bench fleet-load --addrs A,B [--conns N] [--secs S]          (see bench/fleet.sh)
 //! ```
 //!
 //! `hub` prints a table on stdout (and the raw records as JSON lines to `--json FILE`).
@@ -148,6 +149,7 @@ fn run(args: Vec<String>) -> anyhow::Result<()> {
             dryrun(Path::new(bundle), config)
         }
         "hub" => hub(&options),
+        "fleet-load" => fleet_load(&options),
         "bare-serve" => {
             let [bodies] = positional.as_slice() else {
                 bail!("usage: cw-bench bare-serve BODIES.json")
@@ -155,7 +157,9 @@ fn run(args: Vec<String>) -> anyhow::Result<()> {
             bare_serve(Path::new(bodies))
         }
         other => {
-            bail!("unknown command {other:?}: expected gen, hashes, run, dryrun, hub or bare-serve")
+            bail!(
+                "unknown command {other:?}: expected gen, hashes, run, dryrun, hub, fleet-load or bare-serve"
+            )
         }
     }
 }
@@ -226,6 +230,33 @@ fn hub(options: &std::collections::BTreeMap<String, String>) -> anyhow::Result<(
     }
     print!("{}", table(&report));
     Ok(())
+}
+
+/// `cw-bench fleet-load --addrs A,B,C [--conns N] [--secs S] [--prefix P]`: one JSON line.
+#[cfg(feature = "hub")]
+fn fleet_load(options: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+    let addrs = options.get("--addrs").context("--addrs A,B,… is required")?;
+    let addrs: Vec<std::net::SocketAddr> = addrs
+        .split(',')
+        .map(|a| a.parse().with_context(|| format!("--addrs: {a}")))
+        .collect::<anyhow::Result<_>>()?;
+    let conns: usize = options.get("--conns").map_or(Ok(8), |v| v.parse()).context("--conns")?;
+    let secs: f64 = options.get("--secs").map_or(Ok(5.0), |v| v.parse()).context("--secs")?;
+    let prefix = options.get("--prefix").map_or("fl", String::as_str);
+    let (per_sec, outcomes) = bench::hub::fleet_load(&addrs, conns, secs, prefix)?;
+    let p50: Vec<f64> = outcomes.iter().map(|o| o.quantile_ms(0.5)).collect();
+    let p99: Vec<f64> = outcomes.iter().map(|o| o.quantile_ms(0.99)).collect();
+    println!(
+        "{}",
+        serde_json::json!({"replicas": addrs.len(), "conns_per_replica": conns,
+            "posts_per_sec": per_sec, "p50_ms": p50, "p99_ms": p99})
+    );
+    Ok(())
+}
+
+#[cfg(not(feature = "hub"))]
+fn fleet_load(_: &std::collections::BTreeMap<String, String>) -> anyhow::Result<()> {
+    bail!("cw-bench was built without the hub feature")
 }
 
 #[cfg(feature = "hub")]

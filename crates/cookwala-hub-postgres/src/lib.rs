@@ -92,8 +92,15 @@ struct Queued {
     result: Arc<Mutex<Option<Result<(), StorageError>>>>,
 }
 
-fn backend(e: impl std::fmt::Display) -> StorageError {
-    StorageError::Backend(format!("postgres: {e}"))
+/// A pool or connection error, with its causes (deadpool's own text names none).
+fn backend(e: impl std::error::Error) -> StorageError {
+    let mut text = format!("postgres: {e}");
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    StorageError::Backend(text)
 }
 
 fn pg(e: &tokio_postgres::Error) -> StorageError {
@@ -141,7 +148,7 @@ impl PgStorage {
             config.password(p);
         }
         config.connect_timeout(Duration::from_secs(5));
-        config.application_name(&format!("cookwala-hub {}", options.replica));
+        config.application_name(format!("cookwala-hub {}", options.replica));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("cookwala-pg")

@@ -51,7 +51,7 @@ impl Role {
         }
     }
 
-    fn parse(text: &str) -> Option<Role> {
+    pub(crate) fn parse(text: &str) -> Option<Role> {
         Some(match text {
             "viewer" => Role::Viewer,
             "agent" => Role::Agent,

@@ -71,6 +71,16 @@ impl From<StorageError> for ApiError {
             StorageError::Conflict(what) => {
                 ApiError::new(StatusCode::CONFLICT, "conflict", format!("already stored: {what}"))
             }
+            StorageError::Busy(device) => ApiError::new(
+                StatusCode::CONFLICT,
+                "device-busy",
+                format!("device {device} runs another execution"),
+            ),
+            StorageError::Fenced(id) => ApiError::new(
+                StatusCode::CONFLICT,
+                "taken-over",
+                format!("execution {id} was taken over by another hub replica and ended safely"),
+            ),
             e => ApiError::internal(&e),
         }
     }

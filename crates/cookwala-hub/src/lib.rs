@@ -67,6 +67,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_webhooks());
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
+    tasks.extend(hub.spawn_fleet());
     let closer = hub.clone();
     let shutdown = async move {
         shutdown.await;

@@ -586,3 +586,43 @@ pub fn bare_serve(bodies: &Path) -> anyhow::Result<()> {
         anyhow::Ok(())
     })
 }
+
+/// Durable POSTs against hub replicas sharing one store (`cw-bench fleet-load`, driven by
+/// `bench/fleet.sh`): `conns` keep-alive connections per replica for `secs` seconds, every
+/// POST a fresh execution on the root device (the first is accepted, the rest refused `busy`:
+/// one durable commit each — execution row, idempotency record, event). Returns POSTs per
+/// second over all replicas and the outcome of each.
+///
+/// # Errors
+/// A load task failed to run, or a replica answered something else than 202.
+pub fn fleet_load(
+    addrs: &[SocketAddr],
+    conns: usize,
+    secs: f64,
+    prefix: &str,
+) -> anyhow::Result<(f64, Vec<Outcome>)> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let plan = Plan {
+        connections: conns,
+        duration: std::time::Duration::from_secs_f64(secs),
+        max_iterations: None,
+    };
+    let outcomes = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for (i, addr) in addrs.iter().enumerate() {
+            let make = make_start(&format!("{prefix}-r{i}"), false)?;
+            let check = expect_states(vec![None]);
+            tasks.push(tokio::spawn(load::run(*addr, plan, make, check)));
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await??);
+        }
+        anyhow::Ok(out)
+    })?;
+    if let Some(o) = outcomes.iter().find(|o| o.errors > 0) {
+        anyhow::bail!("a replica failed requests: {:?}", o.first_error);
+    }
+    let total: f64 = outcomes.iter().map(Outcome::per_sec).sum();
+    Ok((total, outcomes))
+}

@@ -145,6 +145,88 @@ pub struct ServeArgs {
     /// File holding the MQTT password (else the URL's, else $COOKWALA_MQTT_PASSWORD)
     #[arg(long, value_name = "FILE", requires = "mqtt")]
     pub mqtt_password_file: Option<PathBuf>,
+    /// Where the hub keeps its state: postgres://USER[:PASS]@HOST:PORT/DATABASE (several
+    /// replicas may share one database; the password may also come from $PGPASSWORD) or
+    /// sqlite:PATH. Default: sqlite:DATA/hub.sqlite3
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// With a PostgreSQL store: seconds an unrenewed device lease lasts. A replica that dies
+    /// loses its devices after this long; another replica then ends its executions safely
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub lease_secs: u64,
+    /// With a PostgreSQL store: this replica's name, unique among the replicas (default:
+    /// HOST-PID-START)
+    #[arg(long, value_name = "NAME")]
+    pub replica: Option<String>,
+}
+
+/// `--store`, `--lease-secs`, `--replica`.
+struct StoreArgs {
+    store: Option<String>,
+    lease_secs: u64,
+    replica: Option<String>,
+}
+
+/// The store `--store` names (default: SQLite in the data folder), and a line for the banner.
+fn open_store(
+    args: &StoreArgs,
+    data: &std::path::Path,
+) -> anyhow::Result<(Arc<dyn cookwala_hub::storage::Storage>, String)> {
+    let url = args.store.clone().unwrap_or_default();
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        if args.lease_secs == 0 || args.lease_secs > 3600 {
+            bail!("--lease-secs must be between 1 and 3600 (got {})", args.lease_secs);
+        }
+        let replica = args.replica.clone().unwrap_or_else(default_replica);
+        let options = cookwala_hub_postgres::PgOptions {
+            replica: replica.clone(),
+            lease: std::time::Duration::from_secs(args.lease_secs),
+            pool_size: 16,
+        };
+        let store = cookwala_hub_postgres::PgStorage::connect(&url, options)
+            .with_context(|| format!("opening the PostgreSQL store {}", redact(&url)))?;
+        let note = format!(
+            "store {} (replica {replica}, device leases {} s)",
+            redact(&url),
+            args.lease_secs
+        );
+        return Ok((Arc::new(store), note));
+    }
+    let path = match url.strip_prefix("sqlite:") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        Some(_) => bail!("--store sqlite: needs a path (sqlite:PATH)"),
+        None if url.is_empty() => data.join("hub.sqlite3"),
+        None => bail!(
+            "--store {}: expected postgres://USER@HOST:PORT/DATABASE or sqlite:PATH",
+            redact(&url)
+        ),
+    };
+    let store =
+        SqliteStorage::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    Ok((Arc::new(store), format!("store sqlite:{}", path.display())))
+}
+
+/// A URL with its password, if any, replaced by `***` (for messages and the banner).
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((auth, host)) = rest.split_once('@') else { return url.to_owned() };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
+}
+
+/// `HOST-PID-START`: unique per process, readable in the leases table.
+fn default_replica() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "hub".to_owned());
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!("{host}-{}-{start}", std::process::id())
 }
 
 /// The broker of `--mqtt`/`--kitchen`; the password from `--mqtt-password-file` (trailing
@@ -494,9 +576,12 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     let (key, created) = HubKey::load_or_create(&key_file, || {
         SigningKey::generate(SigningAlg::EdDsa, &mut rand::rng())
     })?;
-    let db = data.join("hub.sqlite3");
-    let storage =
-        Arc::new(SqliteStorage::open(&db).with_context(|| format!("opening {}", db.display()))?);
+    let store_args = StoreArgs {
+        store: args.store.clone(),
+        lease_secs: args.lease_secs,
+        replica: args.replica.clone(),
+    };
+    let (storage, store_note) = open_store(&store_args, &data)?;
     let config = HubConfig {
         device_id: device.clone(),
         catalog,
@@ -551,7 +636,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}{mqtt_note}\n  Ctrl-C stops the server\n",
+            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {store_note}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}{mqtt_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );

@@ -19,6 +19,7 @@ mod conformance;
 mod cook;
 mod demo;
 mod docs;
+mod fleet;
 mod keys;
 mod log;
 mod profiles;

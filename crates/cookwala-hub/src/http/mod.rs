@@ -299,7 +299,25 @@ pub(crate) fn respond(answer: Answer, code: StatusCode) -> Response {
     match answer {
         Answer::Fresh(doc) => status_response(code, &doc),
         Answer::Replay(rec) => replay(&rec),
+        Answer::Forwarded { status, body } => forwarded(status, body),
     }
+}
+
+/// The answer another hub replica gave to a request handed over to it.
+fn forwarded(status: u16, body: String) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let etag = canonical_json::parse(body.as_bytes())
+        .ok()
+        .and_then(|v| v.get("seq").and_then(Value::as_i64))
+        .and_then(|seq| HeaderValue::from_str(&format!("\"{seq}\"")).ok());
+    let mut res = (code, body).into_response();
+    let h = res.headers_mut();
+    let ty = if code.is_success() { COOKWALA_JSON } else { crate::error::PROBLEM_JSON };
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+    if let Some(etag) = etag.filter(|_| code.is_success()) {
+        h.insert(header::ETAG, etag);
+    }
+    res
 }
 
 /// The first few validation issues, `pointer message; …`.

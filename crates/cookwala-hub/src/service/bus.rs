@@ -12,17 +12,24 @@ use crate::error::ApiError;
 use crate::outbox::LiveEvent;
 use crate::outbox::events::{self, Execution};
 use crate::service::{Hub, LiveRun, snapshot};
-use crate::storage::{Commit, NewEvent, NewIncident, jcs_text};
+use crate::storage::{Commit, NewEvent, NewIncident, StorageError, jcs_text};
 
 impl Hub {
     /// Commits `commit` in one storage transaction, then wakes the event subscribers. With
     /// `retry_events`, the events and incidents of a failed commit are kept and written first
     /// by the next commit (for changes already made in memory, which later commits persist).
-    pub(crate) async fn commit(
+    pub(crate) async fn commit(&self, commit: Commit, retry_events: bool) -> Result<(), ApiError> {
+        Ok(self.commit_raw(commit, retry_events).await?)
+    }
+
+    /// [`Hub::commit`] with the storage's own error (the caller tells a fenced execution
+    /// apart). A fenced commit's events are never retried: the execution was taken over and
+    /// ended by another replica, and what this one did meanwhile never happened.
+    pub(crate) async fn commit_raw(
         &self,
         mut commit: Commit,
         retry_events: bool,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StorageError> {
         let bus = &self.inner.bus;
         {
             let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
@@ -37,7 +44,7 @@ impl Hub {
         }
         let has_events = !commit.events.is_empty();
         let stash = retry_events.then(|| (commit.events.clone(), commit.incidents.clone()));
-        let res = self.db(move |s| s.commit(&commit)).await;
+        let res = crate::outbox::db(&self.inner.storage, move |s| s.commit(&commit)).await;
         match res {
             Ok(()) => {
                 if has_events {
@@ -46,7 +53,9 @@ impl Hub {
                 Ok(())
             }
             Err(e) => {
-                if let Some((events, incidents)) = stash {
+                if let Some((events, incidents)) = stash
+                    && !matches!(e, StorageError::Fenced(_))
+                {
                     let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
                     pending.0.splice(0..0, events);
                     pending.1.splice(0..0, incidents);

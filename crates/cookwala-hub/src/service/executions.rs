@@ -10,7 +10,9 @@ use cookwala_sim::{SimEvent, Simulation};
 use crate::auth::{Principal, Role};
 use crate::error::ApiError;
 use crate::service::{Device, Hub, LiveRun, RunConfig, snapshot};
-use crate::storage::{Commit, ExecutionRecord, IdempotencyRecord, NewIncident, jcs_text};
+use crate::storage::{
+    Commit, ExecutionRecord, IdempotencyRecord, NewIncident, StorageError, jcs_text,
+};
 
 /// What an operation answers: a fresh document, or the stored answer of an earlier request
 /// with the same idempotency key.
@@ -20,6 +22,13 @@ pub(crate) enum Answer {
     Fresh(Value),
     /// The stored answer being replayed.
     Replay(IdempotencyRecord),
+    /// What the hub replica running the execution answered (a request handed over to it).
+    Forwarded {
+        /// The HTTP status.
+        status: u16,
+        /// The body (a status document or a problem).
+        body: String,
+    },
 }
 
 /// A start the HTTP layer has read and checked (fields, version, shape).
@@ -96,6 +105,20 @@ fn seed_for(id: &str) -> u64 {
     let hex = canonical_json::digest::sha256_hex(id.as_bytes());
     // 53 bits, so the seed stays a JCS-safe integer wherever the log shows it.
     u64::from_str_radix(hex.get(..16).unwrap_or("1"), 16).unwrap_or(1) & ((1 << 53) - 1)
+}
+
+/// Why one attempt of a start failed.
+pub(crate) enum StartFailure {
+    /// The device was taken by another replica before the commit; the key is still held.
+    Busy(KeyHold),
+    /// Anything else.
+    Api(ApiError),
+}
+
+impl From<ApiError> for StartFailure {
+    fn from(e: ApiError) -> StartFailure {
+        StartFailure::Api(e)
+    }
 }
 
 /// Holds an idempotency key while its request is answered; dropping it lets waiting repeats
@@ -235,6 +258,27 @@ impl Hub {
         reason: &str,
         key: Option<(String, String)>,
     ) -> Result<Answer, ApiError> {
+        if self.in_fleet() && !self.inner.live.lock().await.contains_key(id) {
+            // Not run here: if it runs on another replica, that replica stops it.
+            let lookup = id.to_owned();
+            if let Some(rec) = self.db(move |s| s.execution(&lookup)).await?
+                && !rec.is_final
+            {
+                let req = crate::service::fleet::StopRequest { reason, key: key.as_ref() };
+                return self.forward_stop(id, &req).await;
+            }
+        }
+        self.stop_here(id, reason, key).await
+    }
+
+    /// Stops execution `id` on this replica (a stored execution not live here answers its
+    /// stored status).
+    pub(crate) async fn stop_here(
+        &self,
+        id: &str,
+        reason: &str,
+        key: Option<(String, String)>,
+    ) -> Result<Answer, ApiError> {
         let mut live = self.inner.live.lock().await;
         if let Some((k, digest)) = &key
             && let Some(rec) = self.stored_answer(k, digest).await?
@@ -272,17 +316,59 @@ impl Hub {
     /// # Errors
     /// A duplicate id (409), a reused key (422), the storage fails.
     pub(crate) async fn start(&self, req: Start<'_>) -> Result<Answer, ApiError> {
-        let Start { who, device, key, digest, doc, id, recipe_ref, human_present } = req;
         // A repeat gets the original answer; a repeat arriving while the original is still being
         // committed waits for it. From here on this request holds the key.
-        let key_hold = hold_key(self, &key).await;
-        // One read for both: the key's stored answer (a holder that finished has stored it before
-        // letting go) and whether the id is already stored.
-        let (k, lookup) = (key.clone(), id.clone());
-        let (previous, stored) =
-            self.db(move |s| Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some()))).await?;
-        if let Some(rec) = answered(previous, &digest)? {
+        let mut key_hold = hold_key(self, &req.key).await;
+        // A device found busy only when the commit ran (another replica accepted an execution
+        // on it meanwhile) is decided again as busy: the request is then refused `busy`.
+        let mut busy_elsewhere = false;
+        loop {
+            match self.start_once(&req, key_hold, busy_elsewhere).await {
+                Err(StartFailure::Busy(hold)) if !busy_elsewhere => {
+                    key_hold = hold;
+                    busy_elsewhere = true;
+                }
+                Err(StartFailure::Busy(_)) => {
+                    return Err(StorageError::Busy(req.device.id.clone()).into());
+                }
+                Err(StartFailure::Api(e)) => return Err(e),
+                Ok(answer) => return Ok(answer),
+            }
+        }
+    }
+
+    /// One decision and commit of a start (see [`Hub::start`]).
+    async fn start_once(
+        &self,
+        req: &Start<'_>,
+        key_hold: KeyHold,
+        busy_elsewhere: bool,
+    ) -> Result<Answer, StartFailure> {
+        let Start { who, device, key, digest, doc, id, recipe_ref, human_present } = req;
+        let (key, digest, id, human_present) =
+            (key.clone(), digest.as_str(), id.clone(), *human_present);
+        // One read for all: the key's stored answer (a holder that finished has stored it before
+        // letting go), whether the id is already stored, and — with other replicas on the store
+        // — whether the device runs an execution elsewhere and the recalls they published.
+        let (k, lookup, dev) = (key.clone(), id.clone(), device.id.clone());
+        let (previous, stored, remote_busy, recalls) = self
+            .db(move |s| {
+                let (busy, recalls) = match s.fleet() {
+                    Some(f) => (f.device_busy(&dev)?, Some(s.recalls()?)),
+                    None => (false, None),
+                };
+                Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some(), busy, recalls))
+            })
+            .await?;
+        if let Some(rec) = answered(previous, digest)? {
             return Ok(Answer::Replay(rec));
+        }
+        if let Some(texts) = recalls {
+            let list =
+                texts.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
+            if let Ok(mut r) = self.inner.recalls.write() {
+                *r = list;
+            }
         }
         // 3. duplicate id (on any device): stored, live, or being created right now.
         let live = self.inner.live.lock().await;
@@ -291,7 +377,8 @@ impl Hub {
                 StatusCode::CONFLICT,
                 "conflict",
                 format!("execution {id} already exists"),
-            ));
+            )
+            .into());
         }
         // 4.–9. prechecks (recipe, hash, recall, mandate, allergens, busy), then the dry run.
         let catalog = &self.inner.config.catalog;
@@ -315,7 +402,9 @@ impl Hub {
                 .then_some(&self.inner.config.trusted_keys),
             confirmed: &[],
             busy: live.values().any(|r| r.device == device.id)
-                || self.reserved().devices.get(&device.id).is_some_and(|n| *n > 0),
+                || self.reserved().devices.get(&device.id).is_some_and(|n| *n > 0)
+                || remote_busy
+                || busy_elsewhere,
             now,
         };
         // One decision: prechecks, then the dry run with the limits this device enforces.
@@ -388,7 +477,7 @@ impl Hub {
             device_doc: Some(device.doc_jcs.clone()),
             limits_doc: device.extra_limits_jcs.clone(),
         };
-        let idem = idem_record(&key, &digest, 202, &status);
+        let idem = idem_record(&key, digest, 202, &status);
         let incidents: Vec<NewIncident> = admission
             .findings
             .iter()
@@ -426,7 +515,7 @@ impl Hub {
         let task_hub = self.clone();
         let finish = tokio::spawn(async move {
             let hub = task_hub;
-            let res = hub.commit(commit, false).await;
+            let res = hub.commit_raw(commit, false).await;
             let mut live = hub.inner.live.lock().await;
             if res.is_ok() && accepted {
                 live.insert(id.clone(), LiveRun { device: device_id.clone(), sim });
@@ -439,10 +528,15 @@ impl Hub {
                 }
             }
             drop(live);
-            drop(key_hold);
-            res
+            match res {
+                // Another replica took the device between the decision and the commit: the
+                // caller decides again, still holding the key.
+                Err(crate::storage::StorageError::Busy(_)) => Err(StartFailure::Busy(key_hold)),
+                Err(e) => Err(StartFailure::Api(e.into())),
+                Ok(()) => Ok(()),
+            }
         });
-        finish.await??;
+        finish.await.map_err(|e| StartFailure::Api(e.into()))??;
         Ok(Answer::Fresh(status))
     }
 
@@ -473,6 +567,33 @@ impl Hub {
     /// 404 (no such execution or another device's), 412 (stale seq), 428 (no `If-Match`), 403
     /// (not a person confirming a person), 409 (not resumable), 422 (a reused key).
     pub(crate) async fn resume(
+        &self,
+        who: &Principal,
+        device: &Device,
+        id: &str,
+        key: String,
+        if_match: Result<String, ApiError>,
+        body: &[u8],
+    ) -> Result<Answer, ApiError> {
+        if self.in_fleet() && !self.inner.live.lock().await.contains_key(id) {
+            let rec = stored_on(self, id, device).await?;
+            if !rec.is_final {
+                // Run on another replica: that replica checks and answers it.
+                let req = crate::service::fleet::ResumeRequest {
+                    who,
+                    device: &device.id,
+                    key: &key,
+                    if_match: if_match.as_ref().ok().map(String::as_str),
+                    body,
+                };
+                return self.forward_resume(id, &req).await;
+            }
+        }
+        self.resume_here(who, device, id, key, if_match, body).await
+    }
+
+    /// Resumes `id` on this replica.
+    pub(crate) async fn resume_here(
         &self,
         who: &Principal,
         device: &Device,

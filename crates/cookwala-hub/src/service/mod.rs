@@ -14,6 +14,7 @@ use crate::outbox::Bus;
 
 mod bus;
 pub(crate) mod executions;
+pub(crate) mod fleet;
 mod incidents;
 pub mod mqtt;
 pub(crate) mod recalls;
@@ -449,7 +450,10 @@ impl Hub {
                     s.set_webhook_cursor(url, s.last_event_position()?, None)?;
                 }
             }
-            let recovered = recover(&*s, &catalog, &dev, now)?;
+            // A shared store's unfinished executions run on other replicas: they are ended
+            // only once their device lease expires (see `service::fleet`).
+            let recovered =
+                if s.fleet().is_some() { Vec::new() } else { recover(&*s, &catalog, &dev, now)? };
             let recalls: Vec<Value> = s
                 .recalls()?
                 .iter()
@@ -536,6 +540,11 @@ impl Hub {
     /// # Errors
     /// The storage fails (the simulations keep their state and are persisted next time).
     pub async fn advance(&self, dt_ms: u64) -> Result<(), ApiError> {
+        Ok(self.advance_raw(dt_ms).await?)
+    }
+
+    /// [`Hub::advance`] with the storage's own error.
+    async fn advance_raw(&self, dt_ms: u64) -> Result<(), StorageError> {
         let mut live = self.inner.live.lock().await;
         let mut commit = Commit::default();
         for (id, sim) in live.iter_mut() {
@@ -557,7 +566,25 @@ impl Hub {
             }
         }
         self.inner.bus.clock_moved(dt_ms);
-        self.commit(commit, true).await?;
+        // A fenced execution (taken over by another replica) is dropped here, and the rest of
+        // the commit written without it.
+        loop {
+            match self.commit_raw(commit.clone(), true).await {
+                Err(StorageError::Fenced(id)) if live.remove(&id).is_some() => {
+                    crate::clock::note(format_args!(
+                        "cookwala-hub: execution {id} was taken over by another replica; no \
+                         longer run here"
+                    ));
+                    commit.updates.retain(|u| u.id != id);
+                    commit.events.retain(|e| e.subject != id);
+                    commit.incidents.retain(|i| i.id != id);
+                }
+                other => {
+                    other?;
+                    break;
+                }
+            }
+        }
         live.retain(|_, sim| !sim.is_final());
         Ok(())
     }
@@ -574,6 +601,7 @@ impl Hub {
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut last = tokio::time::Instant::now();
             let mut carry = 0.0_f64;
+            let mut failing = false;
             loop {
                 interval.tick().await;
                 let now = tokio::time::Instant::now();
@@ -584,11 +612,18 @@ impl Hub {
                 carry -= whole;
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 let dt = whole.min(1e12) as u64;
-                if let Err(e) = hub.advance(dt).await {
-                    crate::clock::note(format_args!(
-                        "cookwala-hub: clock step failed: {}",
-                        e.detail.unwrap_or_default()
-                    ));
+                // One line when steps start failing (the store is down) and one when they work
+                // again; the simulations keep their state meanwhile and are persisted then.
+                match hub.advance_raw(dt).await {
+                    Err(e) if !failing => {
+                        failing = true;
+                        crate::clock::note(format_args!("cookwala-hub: clock step failed: {e}"));
+                    }
+                    Ok(()) if failing => {
+                        failing = false;
+                        crate::clock::note(format_args!("cookwala-hub: clock steps persist again"));
+                    }
+                    _ => {}
                 }
             }
         }))
@@ -616,27 +651,42 @@ fn recover(
     now: i64,
 ) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
-    let stamp = cookwala_sim::rfc3339_ms(now);
     for rec in s.unfinished()? {
-        let (status, seq) = recovered_status(&rec, &stamp);
-        let log = recovered_log(&rec, &stamp, now, catalog).map(|l| jcs_text(&l));
-        let events = recovered_events(&rec, &status, seq, &stamp, device);
-        let update = StatusUpdate {
-            id: rec.id.clone(),
-            status: jcs_text(&status),
-            seq,
-            state: "stopped".to_owned(),
-            is_final: true,
-            log,
-        };
-        s.commit(&Commit { updates: vec![update], events, ..Commit::default() })?;
-        crate::clock::note(format_args!(
-            "cookwala-hub: execution {} was {} when the hub stopped; ended safely (stopped, aborted_safe)",
-            rec.id, rec.state
-        ));
+        recover_one(s, &rec, catalog, device, now, "hub restart")?;
         ended.push(rec.id);
     }
     Ok(ended)
+}
+
+/// Ends one execution whose simulation is gone (a restart, or a replica that died): `stopped`,
+/// log outcome `aborted_safe`, never resumed. `why` goes into the events.
+pub(crate) fn recover_one(
+    s: &dyn Storage,
+    rec: &ExecutionRecord,
+    catalog: &Catalog,
+    device: &str,
+    now: i64,
+    why: &str,
+) -> Result<(), StorageError> {
+    let stamp = cookwala_sim::rfc3339_ms(now);
+    let (status, seq) = recovered_status(rec, &stamp);
+    let log = recovered_log(rec, &stamp, now, catalog).map(|l| jcs_text(&l));
+    let events = recovered_events(rec, &status, seq, &stamp, device, why);
+    let update = StatusUpdate {
+        id: rec.id.clone(),
+        status: jcs_text(&status),
+        seq,
+        state: "stopped".to_owned(),
+        is_final: true,
+        log,
+    };
+    s.commit(&Commit { updates: vec![update], events, ..Commit::default() })?;
+    crate::clock::note(format_args!(
+        "cookwala-hub: execution {} was {} when its simulation was lost ({why}); ended safely \
+         (stopped, aborted_safe)",
+        rec.id, rec.state
+    ));
+    Ok(())
 }
 
 /// The `state_changed` events of a recovery: to `stopping` (when the state table requires it)
@@ -647,6 +697,7 @@ fn recovered_events(
     seq: u64,
     stamp: &str,
     device: &str,
+    why: &str,
 ) -> Vec<crate::storage::NewEvent> {
     let run = RunConfig::from_text(&rec.config);
     let exe = crate::outbox::events::Execution {
@@ -656,7 +707,7 @@ fn recovered_events(
         start_unix_ms: run.as_ref().map_or(0, |r| r.start_unix_ms),
         time_scale: run.as_ref().map_or(1.0, |r| r.time_scale),
     };
-    let why = Some("hub restart");
+    let why = Some(why);
     let mut out = Vec::new();
     if seq >= rec.seq + 2 {
         out.push(crate::outbox::events::transition(
