@@ -749,6 +749,42 @@ impl Fleet for PgStorage {
         })
     }
 
+    fn hold_relay(&self) -> Result<bool, StorageError> {
+        let (me, lease) = (self.replica.clone(), self.lease_ms as f64);
+        self.query(move |c| {
+            Box::pin(async move {
+                let n = c
+                    .execute(
+                        "INSERT INTO relay_lease (name, holder, expires_at)
+                         VALUES ('outbox', $1, now() + make_interval(secs => $2::float8 / 1000.0))
+                         ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+                            expires_at = excluded.expires_at
+                         WHERE relay_lease.holder = excluded.holder
+                            OR relay_lease.expires_at < now()",
+                        &[&me, &lease],
+                    )
+                    .await
+                    .map_err(|e| pg(&e))?;
+                Ok(n == 1)
+            })
+        })
+    }
+
+    fn forget_leases(&self) -> Result<(), StorageError> {
+        let me = self.replica.clone();
+        self.query(move |c| {
+            Box::pin(async move {
+                c.execute("DELETE FROM device_leases WHERE holder = $1", &[&me])
+                    .await
+                    .map_err(|e| pg(&e))?;
+                c.execute("DELETE FROM relay_lease WHERE holder = $1", &[&me])
+                    .await
+                    .map_err(|e| pg(&e))?;
+                Ok(())
+            })
+        })
+    }
+
     fn claim_orphans(&self) -> Result<Vec<ExecutionRecord>, StorageError> {
         let (me, lease) = (self.replica.clone(), self.lease_ms as f64);
         let pool = self.pool.clone();

@@ -80,6 +80,11 @@ const MIGRATIONS: &[&str] = &[
         holder TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL
      );
+     CREATE TABLE relay_lease (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+     );
      CREATE TABLE commands (
         id BIGSERIAL PRIMARY KEY,
         execution TEXT NOT NULL,

@@ -100,6 +100,34 @@ fn reason(r: &Reply) -> Option<&str> {
     r.body.pointer("/refusal/reason").and_then(Value::as_str)
 }
 
+/// Reads `subject`'s events from the SSE stream of `addr` (in a thread) until an event
+/// contains `until`, for at most 30 s; returns the CloudEvents read.
+fn sse_until(addr: SocketAddr, subject: &str, until: &str) -> std::thread::JoinHandle<Vec<Value>> {
+    let (subject, until) = (subject.to_owned(), until.to_owned());
+    std::thread::spawn(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        write!(
+            s,
+            "GET /cookwala/v1/events?subject={subject} HTTP/1.1\r\nHost: x\r\n\
+             Authorization: Bearer {TOKEN}\r\nAccept: text/event-stream\r\n\r\n"
+        )
+        .unwrap();
+        let mut events = Vec::new();
+        for line in BufReader::new(s).lines() {
+            let Ok(line) = line else { break };
+            if let Some(data) = line.strip_prefix("data:") {
+                let Ok(v) = canonical_json::parse(data.trim().as_bytes()) else { continue };
+                events.push(v);
+                if data.contains(&until) {
+                    break;
+                }
+            }
+        }
+        events
+    })
+}
+
 /// Polls `f` every 100 ms until it returns `Some`, for at most `secs` seconds.
 fn wait_for<T>(secs: u64, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let t = Instant::now();
@@ -119,6 +147,10 @@ fn replicas_share_executions_busy_idempotency_stop_and_survive_a_database_restar
     let dir = tempfile::tempdir().unwrap();
     let a = replica(&dir.path().join("a"), &url, "replica-a");
     let b = replica(&dir.path().join("b"), &url, "replica-b");
+
+    // B's event stream, opened before anything happens, follows what A commits.
+    let stream = sse_until(b.addr, "ex-f1", "\"stopped\"");
+    std::thread::sleep(Duration::from_millis(300));
 
     // An execution started through A reads the same through B.
     let started = start(a.addr, "ex-f1");
@@ -149,6 +181,14 @@ fn replicas_share_executions_busy_idempotency_stop_and_survive_a_database_restar
     assert!(stopped.is_some(), "the stop handed over reached the running replica");
     let log = get(b.addr, "/v1/executions/ex-f1/log");
     assert_eq!(log.code, 200);
+    // B's stream showed every event of the execution A ran, in order, through `stopped`.
+    let events = stream.join().unwrap();
+    let seqs: Vec<i64> =
+        events.iter().filter_map(|e| e.get("cookwalaseq").and_then(Value::as_i64)).collect();
+    assert!(seqs.len() >= 2, "{events:?}");
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "in order: {seqs:?}");
+    let first = events.first().and_then(|e| e.pointer("/data/state")).and_then(Value::as_str);
+    assert_eq!(first, Some("accepted"), "{events:?}");
 
     // Two concurrent starts for one device through both replicas: one accepted, one busy.
     let (ra, rb) = std::thread::scope(|s| {

@@ -330,4 +330,19 @@ fn fleet_rules_leases_fencing_failover_and_commands() {
         .expect("a new execution on the hob");
     assert!(fb.device_busy("hob").expect("busy"));
     assert_eq!(b.execution("x1").expect("read").map(|r| r.state), Some("stopped".to_owned()));
+
+    // One relay at a time: A holds it while renewing; B gets it once A's runs out.
+    assert!(fa.hold_relay().expect("relay"));
+    assert!(!fb.hold_relay().expect("relay"), "A holds the relay");
+    assert!(fa.hold_relay().expect("renew"));
+    std::thread::sleep(Duration::from_millis(1_200));
+    assert!(fb.hold_relay().expect("relay"), "A's relay lease ran out");
+    assert!(!fa.hold_relay().expect("relay"));
+
+    // A restarts under the same name: it gives up its leases, so what its previous process
+    // ran (x3) is claimed and ended, not renewed forever.
+    let a2 = pg(&url, "replica-a", 1_000);
+    a2.fleet().expect("fleet").forget_leases().expect("forget");
+    let claimed = fb.claim_orphans().expect("claim");
+    assert_eq!(claimed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["x3"]);
 }

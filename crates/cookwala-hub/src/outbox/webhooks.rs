@@ -200,9 +200,17 @@ pub(crate) async fn deliver_all(
     target: Target,
     policy: WebhookPolicy,
     tls: Tls,
+    relay: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) {
     loop {
         committed.borrow_and_update();
+        // In a fleet, only the replica holding the relay lease delivers (see `service::fleet`).
+        if !relay.load(std::sync::atomic::Ordering::Acquire) {
+            if committed.changed().await.is_err() {
+                return;
+            }
+            continue;
+        }
         let url = hook.url.clone();
         let next = crate::outbox::db(&storage, move |s| {
             let cursor = s.webhook_cursor(&url)?.unwrap_or(0);

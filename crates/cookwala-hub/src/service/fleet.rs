@@ -97,6 +97,11 @@ impl ResumeRequest<'_> {
 }
 
 impl Hub {
+    /// True while this hub delivers the outbox to webhooks and MQTT (see `Inner::relay`).
+    pub(crate) fn relays(&self) -> bool {
+        self.inner.relay.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// True when this hub shares its store with other replicas.
     pub(crate) fn in_fleet(&self) -> bool {
         self.inner.storage.fleet().is_some()
@@ -225,10 +230,12 @@ impl Hub {
             let mut interval = tokio::time::interval(POLL);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut failing = false;
+            let mut first = true;
             loop {
                 interval.tick().await;
                 let mut res = hub.fleet_tick(&mut outbox_end).await;
-                if res.is_ok() && last_renew.elapsed() >= renew_every {
+                if res.is_ok() && (first || last_renew.elapsed() >= renew_every) {
+                    first = false;
                     last_renew = tokio::time::Instant::now();
                     res = hub.renew_leases().await;
                 }
@@ -294,11 +301,16 @@ impl Hub {
             d.dedup();
             d
         };
-        let lost = crate::outbox::db(&self.inner.storage, move |s| match s.fleet() {
-            Some(f) => f.renew_leases(&devices),
-            None => Ok(Vec::new()),
+        let (lost, relay) = crate::outbox::db(&self.inner.storage, move |s| match s.fleet() {
+            Some(f) => Ok((f.renew_leases(&devices)?, f.hold_relay()?)),
+            None => Ok((Vec::new(), true)),
         })
         .await?;
+        let was = self.inner.relay.swap(relay, std::sync::atomic::Ordering::AcqRel);
+        if relay && !was {
+            // Wake the deliveries: they start from their durable cursors.
+            self.inner.bus.committed.send_modify(|n| *n = n.wrapping_add(1));
+        }
         if !lost.is_empty() {
             let mut live = self.inner.live.lock().await;
             live.retain(|id, run| {

@@ -320,6 +320,9 @@ pub(crate) struct Inner {
     pub streams: Arc<std::sync::atomic::AtomicUsize>,
     /// Unauthenticated incident reports per client address in the current minute.
     pub incident_rate: std::sync::Mutex<crate::limits::RateWindow>,
+    /// True while this hub delivers the outbox to webhooks and MQTT: always for a store of its
+    /// own; in a fleet, while it holds the relay lease (one replica delivers, not each).
+    pub relay: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A bounded cache of final statuses: a final status never changes, so a GET can answer from
@@ -437,6 +440,7 @@ impl Hub {
             crate::outbox::webhooks::tls_config(&config.webhook_roots)
                 .map_err(|why| HubError::Webhook { url: "--webhook-ca".to_owned(), why })?;
         }
+        let in_fleet = storage.fleet().is_some();
         let s = storage.clone();
         let catalog = config.catalog.clone();
         let urls: Vec<String> = config.webhooks.iter().map(|w| w.url.clone()).collect();
@@ -451,9 +455,15 @@ impl Hub {
                 }
             }
             // A shared store's unfinished executions run on other replicas: they are ended
-            // only once their device lease expires (see `service::fleet`).
-            let recovered =
-                if s.fleet().is_some() { Vec::new() } else { recover(&*s, &catalog, &dev, now)? };
+            // only once their device lease expires (see `service::fleet`). Leases a previous
+            // process of this replica's name held are given up, so what it ran is ended too.
+            let recovered = match s.fleet() {
+                Some(f) => {
+                    f.forget_leases()?;
+                    Vec::new()
+                }
+                None => recover(&*s, &catalog, &dev, now)?,
+            };
             let recalls: Vec<Value> = s
                 .recalls()?
                 .iter()
@@ -482,6 +492,7 @@ impl Hub {
                 finals: std::sync::Mutex::new(FinalStatuses::default()),
                 streams: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
                 incident_rate: std::sync::Mutex::new(crate::limits::RateWindow::default()),
+                relay: Arc::new(std::sync::atomic::AtomicBool::new(!in_fleet)),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,

@@ -445,13 +445,17 @@ async fn session(
         if batch.is_none() {
             committed.borrow_and_update();
             let k = key.to_owned();
-            let rows = hub
-                .db(move |s| {
+            // In a fleet, one replica (the relay) publishes the shared outbox.
+            let rows = if hub.relays() {
+                hub.db(move |s| {
                     let cursor = s.webhook_cursor(&k)?.unwrap_or(0);
                     s.events_after(cursor, BATCH)
                 })
                 .await
-                .map_err(|_| lost("the outbox cannot be read".to_owned()))?;
+                .map_err(|_| lost("the outbox cannot be read".to_owned()))?
+            } else {
+                Vec::new()
+            };
             if let Some(last) = rows.last().map(|r| r.position) {
                 let mut acks = 0;
                 for row in &rows {

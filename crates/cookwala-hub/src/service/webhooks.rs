@@ -27,6 +27,7 @@ impl Hub {
                     t,
                     policy,
                     tls.clone(),
+                    self.inner.relay.clone(),
                 );
                 Some(tokio::spawn(task))
             })

@@ -55,6 +55,20 @@ pub trait Fleet: Send + Sync + std::fmt::Debug {
     /// Any backend failure.
     fn renew_leases(&self, devices: &[String]) -> Result<Vec<String>, StorageError>;
 
+    /// Takes or renews the relay lease (one replica delivers the shared outbox to webhooks
+    /// and MQTT); true while this replica holds it.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn hold_relay(&self) -> Result<bool, StorageError>;
+
+    /// Gives up every lease held under this replica's name (at start: a previous process of
+    /// the same name is gone, and what it ran must be ended, not renewed).
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn forget_leases(&self) -> Result<(), StorageError>;
+
     /// Claims every unfinished execution whose owner no longer holds its device's lease (the
     /// owner died or stalled past its lease): they are owned by this replica when this
     /// returns, for it to end safely.

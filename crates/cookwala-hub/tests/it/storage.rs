@@ -74,7 +74,7 @@ fn refuses_a_schema_from_a_newer_hub() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
-    assert!(matches!(SqliteStorage::open(&path), Err(StorageError::TooNew(99))));
+    assert!(matches!(SqliteStorage::open(&path), Err(StorageError::TooNew(99, 5))));
 }
 
 #[test]
