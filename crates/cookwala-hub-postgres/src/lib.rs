@@ -261,6 +261,15 @@ fn row_to_event(r: &Row) -> Result<StoredEvent, StorageError> {
     })
 }
 
+/// The prepared statement for `sql`, from the connection's cache (one round trip per
+/// statement afterwards instead of two).
+async fn stmt(
+    c: &impl GenericClient,
+    sql: &str,
+) -> Result<tokio_postgres::Statement, StorageError> {
+    c.prepare_cached(sql).await.map_err(|e| pg(&e))
+}
+
 const SELECT: &str = "SELECT id, request, config, status, seq, state, is_final, log, recipe_doc, \
                       device_doc, limits_doc FROM executions";
 
@@ -311,9 +320,13 @@ async fn write_one(
             }
         }
         tx.execute(
-            "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
+            &stmt(
+                tx,
+                "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
                 created_ms, updated_ms, recipe_doc, device_doc, limits_doc, device, owner)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)",
+            )
+            .await?,
             &[
                 &rec.id,
                 &rec.request,
@@ -350,8 +363,12 @@ async fn write_one(
         }
         if u.is_final {
             tx.execute(
-                "DELETE FROM device_leases l USING executions e
+                &stmt(
+                    tx,
+                    "DELETE FROM device_leases l USING executions e
                  WHERE e.id = $1 AND l.device = e.device AND l.holder = $2",
+                )
+                .await?,
                 &[&u.id, &me],
             )
             .await
@@ -362,8 +379,7 @@ async fn write_one(
         put_idem(tx, idem, now).await?;
     }
     for inc in &c.incidents {
-        tx.execute(
-            "INSERT INTO incidents (id, body, received_ms, reported) VALUES ($1, $2, $3, false)",
+        tx.execute(&stmt(tx, "INSERT INTO incidents (id, body, received_ms, reported) VALUES ($1, $2, $3, false)").await?,
             &[&inc.id, &inc.body, &now],
         )
         .await
@@ -371,22 +387,25 @@ async fn write_one(
     }
     if let Some(r) = &c.recall {
         tx.execute(
-            "INSERT INTO recalls (id, issued_ms, body, received_ms) VALUES ($1, $2, $3, $4)",
+            &stmt(
+                tx,
+                "INSERT INTO recalls (id, issued_ms, body, received_ms) VALUES ($1, $2, $3, $4)",
+            )
+            .await?,
             &[&r.id, &r.issued_ms, &r.body, &now],
         )
         .await
         .map_err(|e| classify(&e, ""))?;
     }
     if !c.events.is_empty() {
-        let stmt = tx
-            .prepare(
-                "INSERT INTO events (id, type, subject, body, created_ms)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
-            )
-            .await
-            .map_err(|e| pg(&e))?;
+        let insert = stmt(
+            tx,
+            "INSERT INTO events (id, type, subject, body, created_ms)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+        )
+        .await?;
         for e in &c.events {
-            tx.execute(&stmt, &[&e.id, &e.ty, &e.subject, &e.body, &now])
+            tx.execute(&insert, &[&e.id, &e.ty, &e.subject, &e.body, &now])
                 .await
                 .map_err(|e| pg(&e))?;
         }
@@ -399,8 +418,7 @@ async fn put_idem(
     idem: &IdempotencyRecord,
     now: i64,
 ) -> Result<(), StorageError> {
-    tx.execute(
-        "INSERT INTO idempotency (key, digest, status, body, created_ms) VALUES ($1, $2, $3, $4, $5)",
+    tx.execute(&stmt(tx, "INSERT INTO idempotency (key, digest, status, body, created_ms) VALUES ($1, $2, $3, $4, $5)").await?,
         &[&idem.key, &idem.digest, &i32::from(idem.status), &idem.body, &now],
     )
     .await
@@ -408,7 +426,10 @@ async fn put_idem(
     Ok(())
 }
 
-/// Writes `batch` in one transaction, each commit under a savepoint; one result per commit.
+/// Writes `batch` in one transaction; one result per commit. First optimistically, every
+/// commit straight into the transaction (the common case: nothing is refused); if one is
+/// refused, that attempt is rolled back and the batch written again with a savepoint per
+/// commit, so the refused one fails alone. Either way the batch costs one commit (one fsync).
 async fn write_batch(
     pool: Pool,
     batch: Vec<Commit>,
@@ -418,13 +439,32 @@ async fn write_batch(
     let n = batch.len();
     let run = async {
         let mut client = pool.get().await.map_err(backend)?;
-        let mut tx = client.transaction().await.map_err(|e| pg(&e))?;
-        if batch.iter().any(|c| !c.events.is_empty()) {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&OUTBOX_LOCK])
+        let events = batch.iter().any(|c| !c.events.is_empty());
+        let tx = client.transaction().await.map_err(|e| pg(&e))?;
+        if events {
+            tx.execute(&stmt(&tx, "SELECT pg_advisory_xact_lock($1)").await?, &[&OUTBOX_LOCK])
                 .await
                 .map_err(|e| pg(&e))?;
         }
-        let mut results = Vec::with_capacity(batch.len());
+        let mut refused = false;
+        for c in &batch {
+            if write_one(&tx, c, &me, lease_ms).await.is_err() {
+                refused = true;
+                break;
+            }
+        }
+        if !refused {
+            tx.commit().await.map_err(|e| pg(&e))?;
+            return Ok::<_, StorageError>((0..n).map(|_| Ok(())).collect());
+        }
+        tx.rollback().await.map_err(|e| pg(&e))?;
+        let mut tx = client.transaction().await.map_err(|e| pg(&e))?;
+        if events {
+            tx.execute(&stmt(&tx, "SELECT pg_advisory_xact_lock($1)").await?, &[&OUTBOX_LOCK])
+                .await
+                .map_err(|e| pg(&e))?;
+        }
+        let mut results = Vec::with_capacity(n);
         for c in &batch {
             let sp = tx.savepoint("one_commit").await.map_err(|e| pg(&e))?;
             match write_one(&sp, c, &me, lease_ms).await {
@@ -439,7 +479,7 @@ async fn write_batch(
             }
         }
         tx.commit().await.map_err(|e| pg(&e))?;
-        Ok::<_, StorageError>(results)
+        Ok(results)
     };
     match run.await {
         Ok(results) => results,
@@ -456,7 +496,7 @@ impl Storage for PgStorage {
         self.query(move |c| {
             Box::pin(async move {
                 let sql = format!("{SELECT} WHERE id = $1");
-                let row = c.query_opt(&sql, &[&id]).await.map_err(|e| pg(&e))?;
+                let row = c.query_opt(&stmt(c, &sql).await?, &[&id]).await.map_err(|e| pg(&e))?;
                 row.as_ref().map(row_to_record).transpose()
             })
         })
@@ -466,7 +506,7 @@ impl Storage for PgStorage {
         self.query(move |c| {
             Box::pin(async move {
                 let sql = format!("{SELECT} WHERE NOT is_final ORDER BY created_ms, id");
-                let rows = c.query(&sql, &[]).await.map_err(|e| pg(&e))?;
+                let rows = c.query(&stmt(c, &sql).await?, &[]).await.map_err(|e| pg(&e))?;
                 rows.iter().map(row_to_record).collect()
             })
         })
@@ -507,8 +547,7 @@ impl Storage for PgStorage {
             let mut client = pool.get().await.map_err(backend)?;
             let tx = client.transaction().await.map_err(|e| pg(&e))?;
             let now = now_ms();
-            tx.execute(
-                "INSERT INTO incidents (id, body, received_ms, reported) VALUES ($1, $2, $3, true)",
+            tx.execute(&stmt(&tx, "INSERT INTO incidents (id, body, received_ms, reported) VALUES ($1, $2, $3, true)").await?,
                 &[&id, &body, &now],
             )
             .await
@@ -523,8 +562,10 @@ impl Storage for PgStorage {
     fn incident_count(&self) -> Result<u64, StorageError> {
         self.query(move |c| {
             Box::pin(async move {
-                let r =
-                    c.query_one("SELECT COUNT(*) FROM incidents", &[]).await.map_err(|e| pg(&e))?;
+                let r = c
+                    .query_one(&stmt(c, "SELECT COUNT(*) FROM incidents").await?, &[])
+                    .await
+                    .map_err(|e| pg(&e))?;
                 Ok(as_u64(r.try_get(0).map_err(|e| pg(&e))?))
             })
         })
@@ -534,7 +575,7 @@ impl Storage for PgStorage {
         self.query(move |c| {
             Box::pin(async move {
                 c.execute(
-                    "DELETE FROM incidents WHERE reported AND received_ms < $1",
+                    &stmt(c, "DELETE FROM incidents WHERE reported AND received_ms < $1").await?,
                     &[&before_ms],
                 )
                 .await
@@ -663,9 +704,13 @@ impl Storage for PgStorage {
             let tx = client.transaction().await.map_err(|e| pg(&e))?;
             let now = now_ms();
             tx.execute(
-                "INSERT INTO webhook_cursors (url, position, updated_ms) VALUES ($1, $2, $3)
+                &stmt(
+                    &tx,
+                    "INSERT INTO webhook_cursors (url, position, updated_ms) VALUES ($1, $2, $3)
                  ON CONFLICT (url) DO UPDATE SET position = excluded.position,
                     updated_ms = excluded.updated_ms",
+                )
+                .await?,
                 &[&url, &position, &now],
             )
             .await
@@ -673,8 +718,12 @@ impl Storage for PgStorage {
             if let Some(d) = &dead {
                 let attempts = i32::try_from(d.attempts).unwrap_or(i32::MAX);
                 tx.execute(
-                    "INSERT INTO webhook_dead_letters (url, position, event_id, attempts,
+                    &stmt(
+                        &tx,
+                        "INSERT INTO webhook_dead_letters (url, position, event_id, attempts,
                         last_error, dead_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .await?,
                     &[&url, &as_i64(d.position), &d.event_id, &attempts, &d.last_error, &now],
                 )
                 .await
@@ -735,10 +784,9 @@ impl Fleet for PgStorage {
                 )
                 .await
                 .map_err(|e| pg(&e))?;
-            tx.execute(
-                "DELETE FROM device_leases l WHERE l.holder = $1 AND NOT EXISTS (
+            tx.execute(&stmt(&tx, "DELETE FROM device_leases l WHERE l.holder = $1 AND NOT EXISTS (
                     SELECT 1 FROM executions e
-                    WHERE e.device = l.device AND e.owner = $1 AND NOT e.is_final)",
+                    WHERE e.device = l.device AND e.owner = $1 AND NOT e.is_final)").await?,
                 &[&me],
             )
             .await
@@ -774,10 +822,10 @@ impl Fleet for PgStorage {
         let me = self.replica.clone();
         self.query(move |c| {
             Box::pin(async move {
-                c.execute("DELETE FROM device_leases WHERE holder = $1", &[&me])
+                c.execute(&stmt(c, "DELETE FROM device_leases WHERE holder = $1").await?, &[&me])
                     .await
                     .map_err(|e| pg(&e))?;
-                c.execute("DELETE FROM relay_lease WHERE holder = $1", &[&me])
+                c.execute(&stmt(c, "DELETE FROM relay_lease WHERE holder = $1").await?, &[&me])
                     .await
                     .map_err(|e| pg(&e))?;
                 Ok(())
@@ -809,26 +857,35 @@ impl Fleet for PgStorage {
             // The claimer holds the devices until it has ended what it claimed (its final
             // update gives the lease up), so no other replica claims them again meanwhile.
             tx.execute(
-                "INSERT INTO device_leases (device, holder, expires_at)
+                &stmt(
+                    &tx,
+                    "INSERT INTO device_leases (device, holder, expires_at)
                  SELECT DISTINCT e.device, $1, now() + make_interval(secs => $2::float8 / 1000.0)
                  FROM executions e WHERE e.owner = $1 AND NOT e.is_final
                  ON CONFLICT (device) DO UPDATE SET holder = excluded.holder,
                     expires_at = excluded.expires_at
                  WHERE device_leases.holder = excluded.holder
                     OR device_leases.expires_at < now()",
+                )
+                .await?,
                 &[&me, &lease],
             )
             .await
             .map_err(|e| pg(&e))?;
             // Housekeeping: long-expired leases and old answered commands.
             tx.execute(
-                "DELETE FROM device_leases WHERE expires_at < now() - interval '1 hour'",
+                &stmt(
+                    &tx,
+                    "DELETE FROM device_leases WHERE expires_at < now() - interval '1 hour'",
+                )
+                .await?,
                 &[],
             )
             .await
             .map_err(|e| pg(&e))?;
             tx.execute(
-                "DELETE FROM commands WHERE status IS NOT NULL AND answered_ms < $1",
+                &stmt(&tx, "DELETE FROM commands WHERE status IS NOT NULL AND answered_ms < $1")
+                    .await?,
                 &[&(now_ms() - 3_600_000)],
             )
             .await
@@ -889,8 +946,12 @@ impl Fleet for PgStorage {
         self.query(move |c| {
             Box::pin(async move {
                 c.execute(
-                    "UPDATE commands SET status = $2, body = $3, answered_ms = $4
+                    &stmt(
+                        c,
+                        "UPDATE commands SET status = $2, body = $3, answered_ms = $4
                      WHERE id = $1 AND status IS NULL",
+                    )
+                    .await?,
                     &[&id, &i32::from(status), &body, &now_ms()],
                 )
                 .await
