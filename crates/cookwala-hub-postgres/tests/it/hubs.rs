@@ -88,7 +88,8 @@ async fn a_resume_through_the_other_replica_is_checked_and_answered_by_the_owner
     let (app_a, app_b) = (cookwala_hub::app(a.clone()), cookwala_hub::app(b.clone()));
 
     let key = |k: &str| ("idempotency-key", k.to_owned());
-    let started = call(&app_a, "POST", "/v1/executions", &[key("ex-s1-key")], &salad("ex-s1")).await;
+    let started =
+        call(&app_a, "POST", "/v1/executions", &[key("ex-s1-key")], &salad("ex-s1")).await;
     assert_eq!((started.status, state(&started)), (StatusCode::ACCEPTED, "accepted"));
     // A runs it to the knife step, which waits for a person.
     let mut now = started;

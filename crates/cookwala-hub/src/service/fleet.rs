@@ -329,23 +329,30 @@ impl Hub {
     }
 
     /// Claims the executions of replicas whose leases expired and ends them safely, as a
-    /// restart does (`stopped`, log outcome `aborted_safe`).
+    /// restart does (`stopped`, log outcome `aborted_safe`); and refreshes the recalls other
+    /// replicas published (admission reads them from the store anyway; this keeps
+    /// `GET /v1/recalls` current).
     async fn end_orphans(&self) -> Result<(), StorageError> {
         let catalog = self.inner.config.catalog.clone();
         let device = self.inner.device_id.clone();
         let now = self.now_ms();
-        let ended = crate::outbox::db(&self.inner.storage, move |s| {
-            let Some(f) = s.fleet() else { return Ok(Vec::new()) };
+        let (ended, recalls) = crate::outbox::db(&self.inner.storage, move |s| {
+            let Some(f) = s.fleet() else { return Ok((Vec::new(), Vec::new())) };
             let mut ended = Vec::new();
             for rec in f.claim_orphans()? {
                 recover_one(s, &rec, &catalog, &device, now, "replica failover")?;
                 ended.push(rec.id);
             }
-            Ok(ended)
+            Ok((ended, s.recalls()?))
         })
         .await?;
         if !ended.is_empty() {
             self.inner.bus.committed.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        let list: Vec<Value> =
+            recalls.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
+        if let Ok(mut r) = self.inner.recalls.write() {
+            *r = list;
         }
         Ok(())
     }
