@@ -28,8 +28,8 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
 use cookwala_hub::storage::{
-    Commit, DeadLetter, ExecutionRecord, Fleet, FleetCommand, IdempotencyRecord, Storage,
-    StorageError, StoredEvent,
+    Commit, DeadLetter, ExecutionRecord, Fleet, FleetCommand, IdempotencyRecord, StartReads,
+    Storage, StorageError, StoredEvent,
 };
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
@@ -761,6 +761,44 @@ impl Fleet for PgStorage {
                     .await
                     .map_err(|e| pg(&e))?;
                 r.try_get(0).map_err(|e| pg(&e))
+            })
+        })
+    }
+
+    fn start_reads(&self, key: &str, id: &str, device: &str) -> Result<StartReads, StorageError> {
+        let (key, id, device, me) =
+            (key.to_owned(), id.to_owned(), device.to_owned(), self.replica.clone());
+        self.query(move |c| {
+            Box::pin(async move {
+                let sql = "SELECT i.digest, i.status, i.body,
+                    EXISTS (SELECT 1 FROM executions WHERE id = $2),
+                    EXISTS (SELECT 1 FROM executions WHERE device = $3 AND NOT is_final)
+                      OR EXISTS (SELECT 1 FROM device_leases WHERE device = $3
+                                 AND holder <> $4 AND expires_at > now()),
+                    COALESCE((SELECT array_agg(body ORDER BY issued_ms, id) FROM recalls),
+                             '{}'::text[])
+                    FROM (SELECT 1) one LEFT JOIN idempotency i ON i.key = $1";
+                let r = c.query_one(&stmt(c, sql).await?, &[&key, &id, &device, &me]).await;
+                let r = r.map_err(|e| pg(&e))?;
+                let get = |e: tokio_postgres::Error| pg(&e);
+                let digest: Option<String> = r.try_get(0).map_err(get)?;
+                let status: Option<i32> = r.try_get(1).map_err(get)?;
+                let body: Option<String> = r.try_get(2).map_err(get)?;
+                let idempotency = match (digest, status, body) {
+                    (Some(digest), Some(status), Some(body)) => Some(IdempotencyRecord {
+                        key: key.clone(),
+                        digest,
+                        status: u16::try_from(status).unwrap_or(500),
+                        body,
+                    }),
+                    _ => None,
+                };
+                Ok(StartReads {
+                    idempotency,
+                    stored: r.try_get(3).map_err(get)?,
+                    busy: r.try_get(4).map_err(get)?,
+                    recalls: r.try_get(5).map_err(get)?,
+                })
             })
         })
     }

@@ -270,6 +270,18 @@ fn fleet_rules_leases_fencing_failover_and_commands() {
         .expect("a starts");
     assert!(fb.device_busy("hob").expect("busy"));
     assert!(!fb.device_busy("oven").expect("busy"));
+    // What a start reads, in one round trip.
+    let r = fb.start_reads("kb", "x1", "hob").expect("reads");
+    assert_eq!((r.idempotency, r.stored, r.busy, r.recalls.len()), (None, true, true, 0));
+    a.commit(&Commit {
+        idempotency: Some(idem("ka")),
+        recall: Some(NewRecall { id: "rc".into(), issued_ms: 5, body: "{\"id\":\"rc\"}".into() }),
+        ..Commit::default()
+    })
+    .expect("idem and recall");
+    let r = fb.start_reads("ka", "x9", "oven").expect("reads");
+    assert_eq!((r.idempotency, r.stored, r.busy), (Some(idem("ka")), false, false));
+    assert_eq!(r.recalls, ["{\"id\":\"rc\"}"]);
     // B cannot accept another execution on the hob (one active execution per device)...
     let second = Commit {
         create: Some(record("x2", "hob", false)),

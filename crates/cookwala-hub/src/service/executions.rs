@@ -352,12 +352,12 @@ impl Hub {
         // — whether the device runs an execution elsewhere and the recalls they published.
         let (k, lookup, dev) = (key.clone(), id.clone(), device.id.clone());
         let (previous, stored, remote_busy, recalls) = self
-            .db(move |s| {
-                let (busy, recalls) = match s.fleet() {
-                    Some(f) => (f.device_busy(&dev)?, Some(s.recalls()?)),
-                    None => (false, None),
-                };
-                Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some(), busy, recalls))
+            .db(move |s| match s.fleet() {
+                Some(f) => {
+                    let r = f.start_reads(&k, &lookup, &dev)?;
+                    Ok((r.idempotency, r.stored, r.busy, Some(r.recalls)))
+                }
+                None => Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some(), false, None)),
             })
             .await?;
         if let Some(rec) = answered(previous, digest)? {

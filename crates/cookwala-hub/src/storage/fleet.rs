@@ -19,7 +19,20 @@
 //! the answer back; the receiving replica waits for that answer (or for the execution to end,
 //! when the owner is gone and failover ends it).
 
-use super::{ExecutionRecord, StorageError};
+use super::{ExecutionRecord, IdempotencyRecord, StorageError};
+
+/// What a start reads before it decides, in one round trip.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StartReads {
+    /// The stored answer for the request's idempotency key.
+    pub idempotency: Option<IdempotencyRecord>,
+    /// True when an execution with the request's id is stored.
+    pub stored: bool,
+    /// [`Fleet::device_busy`] of the device.
+    pub busy: bool,
+    /// Every stored recall (JCS text), oldest `issuedAt` first.
+    pub recalls: Vec<String>,
+}
 
 /// A request for the replica that runs an execution.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +59,13 @@ pub trait Fleet: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// Any backend failure.
     fn device_busy(&self, device: &str) -> Result<bool, StorageError>;
+
+    /// Everything a start reads before deciding (the idempotency record for `key`, whether
+    /// `id` is stored, whether `device` is busy, the recalls), as of one moment.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn start_reads(&self, key: &str, id: &str, device: &str) -> Result<StartReads, StorageError>;
 
     /// Renews this replica's leases on `devices` (those it runs executions on) and gives up
     /// its other leases. Returns the devices of `devices` whose lease it no longer holds

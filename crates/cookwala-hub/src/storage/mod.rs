@@ -21,7 +21,7 @@ use std::sync::PoisonError;
 mod fleet;
 mod sqlite;
 
-pub use fleet::{Fleet, FleetCommand};
+pub use fleet::{Fleet, FleetCommand, StartReads};
 pub use sqlite::{SCHEMA_VERSION, SqliteStorage};
 
 /// A storage failure (the hub answers 500 and logs it).
