@@ -277,3 +277,28 @@ fn a_replica_killed_mid_run_loses_its_device_and_the_execution_ends_safely_elsew
     assert!(replay.head.contains("idempotent-replayed: true"));
     assert_eq!(replay.body, started.body);
 }
+
+#[test]
+fn a_store_url_the_hub_cannot_use_is_refused_with_what_it_expects() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let base = ["serve", "--addr", "127.0.0.1:0", "--data", data, "--token", TOKEN];
+    let out = crate::cookwala(dir.path(), &[&base[..], &["--store", "mysql://x@y/z"]].concat());
+    assert_ne!(out.status.code(), Some(0));
+    assert!(
+        crate::stderr(&out).contains("expected postgres://USER@HOST:PORT/DATABASE"),
+        "{}",
+        crate::stderr(&out)
+    );
+    let pg = ["--store", "postgres://u:secret@127.0.0.1:1/db", "--lease-secs", "0"];
+    let out = crate::cookwala(dir.path(), &[&base[..], &pg[..]].concat());
+    assert!(crate::stderr(&out).contains("--lease-secs must be between 1 and 3600"));
+    // An unreachable database: a clear error that never shows the password.
+    let pg = ["--store", "postgres://u:secret@127.0.0.1:1/db"];
+    let out = crate::cookwala(dir.path(), &[&base[..], &pg[..]].concat());
+    assert_ne!(out.status.code(), Some(0));
+    let err = crate::stderr(&out);
+    assert!(err.contains("opening the PostgreSQL store postgres://u:***@127.0.0.1:1/db"), "{err}");
+    assert!(!err.contains("secret"), "{err}");
+}

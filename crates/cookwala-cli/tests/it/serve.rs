@@ -223,7 +223,11 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
     let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
     let banner: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
     assert!(banner[0].contains("device my-arm"), "{banner:?}");
-    assert!(banner[1].contains("loaded 2 recipe(s) and 2 device(s)"), "{banner:?}");
+    assert!(
+        banner[1].contains("store sqlite:") && banner[1].ends_with("hub.sqlite3"),
+        "{banner:?}"
+    );
+    assert!(banner[2].contains("loaded 2 recipe(s) and 2 device(s)"), "{banner:?}");
     // Every served device is listed with its prefix; the root one also at /v1.
     let rest: Vec<String> =
         lines.by_ref().map(|l| l.unwrap()).take_while(|l| !l.contains("Ctrl-C")).collect();
