@@ -103,7 +103,7 @@ fn dwp_ledger_git_head(root: &Path) -> (String, bool) {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.frac]Z` -> `<TS>`.
-fn replace_timestamps(s: &str) -> String {
+pub(crate) fn replace_timestamps(s: &str) -> String {
     let b = s.as_bytes();
     let shape = b"dddd-dd-ddTdd:dd:dd";
     let mut out = String::with_capacity(s.len());
@@ -137,7 +137,12 @@ fn replace_timestamps(s: &str) -> String {
 }
 
 /// Replaces the run of `keep` characters right after every `marker` with `tag`.
-fn replace_after(s: &str, marker: &str, keep: impl Fn(char) -> bool, tag: &str) -> String {
+pub(crate) fn replace_after(
+    s: &str,
+    marker: &str,
+    keep: impl Fn(char) -> bool,
+    tag: &str,
+) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find(marker) {
