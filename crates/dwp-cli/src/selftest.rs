@@ -4,7 +4,8 @@
 //! views, resources) builds a fresh plan outside any repository and drives it through this very
 //! binary, so the probes see exactly what a caller sees: exit codes, output lines and the files
 //! left behind. Output follows upstream: one `FAIL <probe>[: detail]` line per failed probe,
-//! then `self-test: OK (N probes)` (exit 0) or `self-test: FAILED (N probes)` (exit 1).
+//! then `self-test: OK (N probes)` (exit 0) or `self-test: FAILED (N probes)` (exit 1); the
+//! contract group counts `mutant probes` and the migrator says `migrate self-test`, as upstream.
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
@@ -58,8 +59,13 @@ pub(crate) fn run(group: Group) -> ExitCode {
         },
         Err(e) => probes.check("a scratch plan can be created", false, e),
     }
-    // Upstream's migrator names itself in its verdict line; the other helpers do not.
-    probes.finish(if matches!(group, Group::Migrate) { "migrate self-test" } else { "self-test" })
+    // Upstream's verdict lines: the migrator names itself, the contract validator counts
+    // "mutant probes"; the other helpers print `self-test: OK (N probes)`.
+    match group {
+        Group::Migrate => probes.finish("migrate self-test", "probes"),
+        Group::Contract => probes.finish("self-test", "mutant probes"),
+        _ => probes.finish("self-test", "probes"),
+    }
 }
 
 #[derive(Default)]
@@ -87,12 +93,12 @@ impl Probes {
         self.check(label, ok, format_args!("exit {} — {}", out.code, out.all()));
     }
 
-    fn finish(self, label: &str) -> ExitCode {
+    fn finish(self, label: &str, noun: &str) -> ExitCode {
         for f in &self.failures {
             outln!("FAIL {f}");
         }
         let ok = self.failures.is_empty();
-        outln!("{label}: {} ({} probes)", if ok { "OK" } else { "FAILED" }, self.count);
+        outln!("{label}: {} ({} {noun})", if ok { "OK" } else { "FAILED" }, self.count);
         if ok { ExitCode::SUCCESS } else { ExitCode::from(crate::exit::FAILED) }
     }
 }

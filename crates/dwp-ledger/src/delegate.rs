@@ -346,9 +346,9 @@ impl Writer {
             ("stage", s("dispatch")),
             ("reason", s(&reason)),
         ]);
-        // Upstream records delegation refusals under its fixed `LEDGER_IDENTITY`
-        // (`dwp-ledger/6.0`), on v7 plans too.
-        let helper = actor("helper", Generation::V6.ledger_identity());
+        // The helper identity follows the plan's generation, as for every other helper
+        // record (upstream `ledger.py` bd935a09, F-24: `dwp-ledger/7.0` on a v7 plan).
+        let helper = actor("helper", self.plan.generation.ledger_identity());
         match self.append_raw("refusal", payload, helper, None, None, None) {
             Ok(_) => DelegateError::Refused(reason),
             Err(e) => DelegateError::Ledger(e),

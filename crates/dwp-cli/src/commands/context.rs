@@ -67,6 +67,12 @@ enum ContextCommand {
     /// Probe the manifest rules on a scratch plan (prints `self-test: OK (N probes)`)
     #[command(name = "self-test")]
     SelfTest,
+    /// Anything else: the usage on stdout, exit 2 (as upstream, once the plan folder resolves)
+    #[command(external_subcommand)]
+    Unknown(
+        #[expect(dead_code, reason = "clap collects the words; the usage ignores them")]
+        Vec<String>,
+    ),
 }
 
 fn pretty(doc: &Value) -> Result<String, dwp_ledger::context::Error> {
@@ -131,6 +137,10 @@ fn upstream(plan_arg: Option<PathBuf>, command: ContextCommand) -> ExitCode {
                 Ok(ExitCode::SUCCESS)
             }
             ContextCommand::SelfTest => Ok(crate::selftest::run(crate::selftest::Group::Context)),
+            ContextCommand::Unknown(_) => {
+                outln!("{USAGE}");
+                Ok(ExitCode::from(exit::USAGE))
+            }
         }
     })();
     result.unwrap_or_else(|e| {

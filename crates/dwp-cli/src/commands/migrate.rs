@@ -53,11 +53,9 @@ pub(crate) fn run(args: MigrateArgs) -> ExitCode {
         return ExitCode::from(exit::USAGE);
     };
     let result = (|| -> Result<String, MigrateError> {
-        let dir = std::path::absolute(&plan_arg)
-            .map_err(|e| MigrateError::Ledger(dwp_ledger::LedgerError::Failed(e.to_string())))?;
-        if !dir.is_dir() {
-            return Err(MigrateError::Refused(format!("{} is not a plan folder", dir.display())));
-        }
+        // As upstream `ledger.find_plan_dir`: a plan folder, or a file directly inside one;
+        // anything else is `ERROR: no plan directory found at '…'`.
+        let dir = dwp_ledger::find_plan_dir(&plan_arg).map_err(MigrateError::Ledger)?;
         match args.command {
             MigrateCommand::Preview => {
                 let doc = mig::preview(&dir)?;

@@ -240,3 +240,17 @@ fn the_upstream_manifest_freshness_and_accounting() {
     std::fs::write(s.root.join("src.txt"), "hello\n").unwrap();
     assert_eq!(crate::support::tree(&s.plan()), before, "context commands write nothing");
 }
+
+/// As upstream `context_manifest.py`: an unknown command prints the usage on stdout and exits
+/// 2 once the plan folder resolves; a plan folder that does not resolve is `ERROR:` (exit 1).
+#[test]
+fn an_unknown_context_command_prints_the_usage() {
+    let s = Scratch::new();
+    s.materialize();
+    let out = ctx(&s, &["summarize", "--task", "T-one"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("usage: dwp context --plan DIR {manifest"));
+    assert_eq!(text(&out.stderr), "");
+    let out = crate::dwp(&["context", "--plan", "/nonexistent/PLAN_x", "summarize"]);
+    expect(&out, 1, "ERROR: no plan directory found at '/nonexistent/PLAN_x'");
+}

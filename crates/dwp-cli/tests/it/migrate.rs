@@ -408,3 +408,19 @@ fn the_migration_files_follow_upstream() {
     expect(&out, 1, "refusing to preview a plan whose migration could never complete");
     assert!(!cafe.join("migration_v5").exists());
 }
+
+/// `--plan` resolves as upstream `ledger.find_plan_dir` does: a missing folder is
+/// `ERROR: no plan directory found at '…'` (exit 1), a file inside a `PLAN_*` folder names it.
+#[test]
+fn the_plan_argument_resolves_as_upstream() {
+    let out = crate::dwp(&["migrate", "--plan", "/nonexistent/PLAN_x", "preview"]);
+    expect(&out, 1, "ERROR: no plan directory found at '/nonexistent/PLAN_x'");
+    assert_eq!(text(&out.stdout), "");
+    let v5 = V5::new(&["PLAN_by_file"]);
+    let state = v5.root.join(".dwp/plans/PLAN_by_file/state.json");
+    expect(
+        &crate::dwp(&["migrate", "--plan", state.to_str().unwrap(), "preview"]),
+        0,
+        "OK: preview for PLAN_by_file (3 tasks:",
+    );
+}

@@ -12,6 +12,10 @@ fn every_group_self_test_passes() {
         assert!(!stdout.contains("FAIL"), "{group}: {stdout}");
         assert_eq!(stdout.lines().count(), 1, "{group}: {stdout}");
     }
+    // Upstream's contract validator counts mutant probes (`contract_v6.py` bd935a09).
+    let out = crate::dwp(&["contract", "self-test"]);
+    assert!(text(&out.stdout).starts_with("self-test: OK ("), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).ends_with(" mutant probes)\n"), "{}", text(&out.stdout));
     // Upstream's migrator names itself in its verdict line.
     let out = crate::dwp(&["migrate", "self-test"]);
     expect(&out, 0, "migrate self-test: OK (");
