@@ -9,6 +9,8 @@
 #                                $SHARED/standards/cookwala/examples, else generated documents are used
 #   RUNS=5 RUN_SECS=0.3          timed runs per measurement (median reported) and seconds per run
 #   CLI_RUNS=5                   runs of each whole command in bench/cli.sh (canon, dry-run --batch)
+#   DWP_UPSTREAM=PATH DWP_RUNS=11  bench/dwp.sh: a checkout of the upstream DWP skill pack (the
+#                                folder holding shared/ledger.py) and the interleaved runs per command
 #   BENCH_FEATURES=cookwala      cargo features for cw-bench (default: cookwala, which measures the
 #                                cookwala crate's verify path; BENCH_FEATURES= builds without it)
 #   PYTHON=python3               interpreter used to create bench/.venv
@@ -276,3 +278,8 @@ if [[ "$QUICK" == 1 ]]; then
     exit 0
 fi
 PY="$PY" RUNS="${CLI_RUNS:-5}" "$ROOT/bench/cli.sh"
+
+# 9. DWP read paths and append against the upstream helpers (bench/dwp.sh). The helpers cannot
+#    be installed from a registry: DWP_UPSTREAM names a checkout of the upstream skill pack;
+#    without it only our side is timed and the table says so.
+RUNS="${DWP_RUNS:-11}" "$ROOT/bench/dwp.sh" "${DWP_UPSTREAM:-}"

@@ -1,7 +1,9 @@
 //! Arbitrary bytes into the strict parser: it never panics, and whatever it accepts goes
 //! through both writers (JCS and Python) with their round-trip and oracle checks. The one-pass
 //! `canonicalize` must agree with `parse` then `to_jcs` on every input, bytes and errors, and
-//! `parse_prefix` must read the same value as `parse` wherever `parse` accepts.
+//! `parse_prefix` must read the same value as `parse` wherever `parse` accepts. `skim` must
+//! accept exactly what `parse` accepts, with the same error, and find the raw text of exactly
+//! the top-level members the parsed value holds.
 #![no_main]
 
 use canonical_json::{CanonicalizeError, Limits, canonicalize, parse_prefix, parse_with, to_jcs};
@@ -21,5 +23,19 @@ fuzz_target!(|data: &[u8]| {
             .map_err(CanonicalizeError::Parse)
             .and_then(|v| to_jcs(&v).map_err(CanonicalizeError::Write));
         assert_eq!(canonicalize(data, limits), two_steps, "canonicalize disagrees");
+    }
+    const WANTED: [&str; 6] = ["a", "b", "type", "seq", "", "\u{e9}"];
+    let wanted = canonical_json::Wanted::new(&WANTED);
+    let mut found = [None; 6];
+    let skimmed = canonical_json::skim(data, Limits::default(), &wanted, &mut found);
+    match &parsed {
+        Err(e) => assert_eq!(skimmed, Err(e.clone()), "skim refuses differently"),
+        Ok(value) => {
+            assert_eq!(skimmed, Ok(()), "skim refuses what parse accepts");
+            for (key, raw) in WANTED.iter().zip(found) {
+                let from_skim = raw.map(|r| canonical_json::parse(r).expect("skimmed member"));
+                assert_eq!(from_skim.as_ref(), value.get(key), "skim finds another {key:?}");
+            }
+        }
     }
 });

@@ -15,6 +15,8 @@
 //!   text. The parser is built for speed without giving up any of that: the input is checked
 //!   as UTF-8 once and strings are slices of it, plain string bytes are skipped eight at a time,
 //!   one map search both finds a duplicate key and inserts, numbers are folded while scanned.
+//! - [`skim`]: the parser's checks without building anything, keeping the raw text of a few
+//!   top-level members (journal readers that need three fields of every line).
 //! - [`to_jcs`]: RFC 8785 bytes (integers beyond ±(2^53 − 1) are refused, as upstream does).
 //! - [`canonicalize`]: text straight to RFC 8785 bytes, the same result and errors as `parse`
 //!   then `to_jcs` in one pass that builds no tree (for `cookwala canon` on large documents).
@@ -32,7 +34,7 @@ pub mod digest;
 
 pub use parse::{
     CanonicalizeError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind,
-    canonicalize, parse, parse_prefix, parse_with,
+    Wanted, canonicalize, parse, parse_prefix, parse_with, skim, skim_text,
 };
 pub use value::{BigDecimalText, Finite, Integer, Map, Number, Value};
 pub use write::{

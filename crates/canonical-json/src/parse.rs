@@ -3,11 +3,14 @@
 use std::collections::btree_map::Entry;
 use std::fmt;
 
-use crate::scan::word_has_stop;
+use crate::scan::stop_mask;
 use crate::value::{Finite, Integer, Map, Number, Value};
 use crate::write::{WriteError, to_jcs};
 
 mod jcs;
+mod skim;
+
+pub use skim::{Wanted, skim, skim_text};
 
 /// Limits applied while parsing untrusted input.
 #[derive(Clone, Copy, Debug)]
@@ -383,15 +386,17 @@ impl<'a> Parser<'a> {
     }
 
     /// Moves `pos` to the next `"`, `\` or control character (or the end of input): eight bytes
-    /// at a time while no word holds one, then byte by byte.
+    /// at a time, the first stop byte of a word found from its mask; the last few bytes of the
+    /// input byte by byte.
     fn skip_plain(&mut self) {
         let input = self.input;
         let mut pos = self.pos;
-        while let Some(chunk) = input.get(pos..pos + 8) {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            if word_has_stop(u64::from_le_bytes(word)) {
-                break;
+        while let Some(chunk) = input.get(pos..).and_then(<[u8]>::first_chunk::<8>) {
+            let mask = stop_mask(u64::from_le_bytes(*chunk));
+            if mask != 0 {
+                // The lowest flag is the first stop byte (see `stop_mask`).
+                self.pos = pos + (mask.trailing_zeros() / 8) as usize;
+                return;
             }
             pos += 8;
         }

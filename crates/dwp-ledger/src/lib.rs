@@ -12,8 +12,11 @@
 //! From the bottom up (each module uses only modules listed before it):
 //!
 //! * `error` ([`LedgerError`]), `values` (JSON builders), `files` (hashing, the atomic pretty
-//!   write, the symlink refusal), `reader` (read-only journal views through
-//!   [`journal::read_typed`]), `command` (running a gate command in its own process group);
+//!   write, the symlink refusal), `summary` (the journal summary: a cache, outside the plan
+//!   folder, of what the read paths take from the journal, used only once the bytes it covers
+//!   hash to its digest; [`cache_file`]), `reader` (read-only journal views through
+//!   [`journal::read_typed`], and [`read_compact`], the read paths' one pass), `command`
+//!   (running a gate command in its own process group);
 //! * `plan` ([`Plan`]: the folder, its generation and live contract), `evidence` (evidence
 //!   pointers and the `evidence.jsonl` reuse cache);
 //! * `writer` ([`Writer`]: the plan lock, the journal crate's lock and repair, and the one
@@ -44,6 +47,7 @@ mod plan;
 mod project;
 mod reader;
 mod roll;
+mod summary;
 mod values;
 mod writer;
 
@@ -70,6 +74,10 @@ pub use plan::{
     EVIDENCE_NAME, FolderGeneration, JOURNAL_NAME, LOCK_IDENTITY, MANIFEST_URL_V6, MANIFEST_URL_V7,
     Plan, detect_generation, find_plan_dir, plan_markdown_digest, repo_root,
 };
-pub use reader::{JournalItem, JournalView, read_journal, stream_journal, type_positions};
+pub use reader::{
+    CompactView, JournalItem, JournalView, read_compact, read_journal, stream_journal,
+    type_positions,
+};
+pub use summary::cache_file;
 pub use values::actor;
 pub use writer::{AppendRequest, Load, Writer};

@@ -328,14 +328,16 @@ pub fn record_review(writer: &mut Writer, state: &str, finding: Option<&str>) ->
 /// # Errors
 /// Unreadable or torn records.
 pub fn receipt(plan: &Plan, evaluator: &str) -> Result<Value> {
-    let events = records::load_events(plan)?;
+    // One read: the events the receipt decides on, the last seq, the journal digest.
+    let (events, last_seq, journal_sha256) = records::load_compact(plan)?;
     let fresh = std::env::var("DWP_FRESH_EVALUATOR")
         .is_ok_and(|v| !v.is_empty() && !["0", "no", "false"].contains(&v.to_lowercase().as_str()));
     let src = ReceiptSources {
-        journal_sha256: records::journal_sha256(plan),
+        journal_sha256,
         snapshot_sha256: records::snapshot_sha256(plan),
         evaluator: evaluator.to_owned(),
         fresh_supported: fresh,
+        last_seq: Some(last_seq),
     };
     let doc = rules::receipt(&plan.contract, &plan.contract_id, &events, &src)
         .map_err(|e| fail(e.to_string()));

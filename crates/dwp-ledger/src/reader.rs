@@ -9,6 +9,7 @@ use dwp::projection::seq_of;
 use journal::Damage;
 
 use crate::error::{Result, fail, io_fail};
+use crate::summary;
 
 /// A journal line is a record when it is strict JSON (duplicate keys and non-finite numbers
 /// refused), as the writer requires.
@@ -86,6 +87,53 @@ pub fn stream_journal(path: &Path, mut visit: impl FnMut(JournalItem<'_>)) -> Re
     journal::read_typed_from(&raw[..good], strict, |_, event| visit(JournalItem::Event(&event)))
         .map_err(|e| io_fail(path, e))?;
     Ok(())
+}
+
+/// The live journal as a read path keeps it: the events it decides on, the last seq of all.
+#[derive(Clone, Debug, Default)]
+pub struct CompactView {
+    /// The kept events ([`dwp::event::keeps`]), each an object of its
+    /// [`dwp::event::FIELDS`], in journal order.
+    pub kept: Vec<Value>,
+    /// The highest seq over every complete event (as [`seq_of`] reads it).
+    pub last_seq: i64,
+    /// `(byte_offset, cause)` of the first bad line.
+    pub torn: Option<(u64, &'static str)>,
+    /// sha256 (lowercase hex) of the journal bytes (`None` without a journal, or when not asked
+    /// for).
+    pub sha256: Option<String>,
+}
+
+/// Reads the live journal once, without repairing it or writing anything: every line is
+/// checked as strictly as [`read_journal`] checks it (the same torn tail), but only the events
+/// some read path decides on are built ([`dwp::event::Tally`]), and the bytes a matching
+/// journal summary covers are only hashed (see `summary`). Large journals are checked on
+/// `summary::read_threads` threads.
+///
+/// # Errors
+/// I/O failures other than a missing file.
+pub fn read_compact(path: &Path, digest: bool) -> Result<CompactView> {
+    let file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(CompactView::default()),
+        Err(e) => return Err(io_fail(path, e)),
+    };
+    let len = file.metadata().map_err(|e| io_fail(path, e))?.len();
+    let read = |from: u64, to: u64, visit: &mut dyn FnMut(&[u8])| {
+        summary::file_chunks(&file, path, from, to, visit)
+    };
+    let cache = summary::cache_file(path, "summary");
+    let live = summary::tally_live(len, &read, cache.as_deref(), digest)?;
+    let torn = match live.report.damage {
+        Some(d @ Damage::TornTail { .. }) => Some((d.byte_offset(), d.cause())),
+        _ => None,
+    };
+    Ok(CompactView {
+        kept: live.tally.kept,
+        last_seq: live.tally.last_seq,
+        torn,
+        sha256: digest.then_some(live.sha256),
+    })
 }
 
 /// Counts per type, for callers that want them.

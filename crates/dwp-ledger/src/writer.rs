@@ -91,11 +91,15 @@ impl Writer {
         let path = writer.plan.journal_path();
         let mut damage = None;
         if path.exists() {
-            let (journal, report) =
-                Journal::open(&path, &OpenOptions::new()).map_err(journal_err)?;
+            // A plain append checks only what earlier opens have not (the verified checkpoint).
+            let checkpoint = (load == Load::Tail)
+                .then(|| crate::summary::cache_file(&path, "checkpoint"))
+                .flatten();
+            let options = OpenOptions::new().checkpoint(checkpoint);
+            let (journal, report) = Journal::open(&path, &options).map_err(journal_err)?;
             if load == Load::Tail {
-                // The crate's scan has checked (and repaired) every line: a plain append needs
-                // only the last event's seq, read from the end of the file.
+                // The crate's scan (from its checkpoint) has checked and repaired the file: a
+                // plain append needs only the last event's seq, read from the end of the file.
                 if let Some(last) = journal.last_record().map_err(journal_err)? {
                     writer.tail_seq = seq_of(&canonical_json::parse(&last.line).map_err(|e| {
                         fail(format!(
@@ -261,11 +265,12 @@ impl Writer {
 
 /// One journal line the writer holds, parsed strictly (the writer refuses to go on otherwise).
 pub(crate) fn parse_strict(at: u64, line: &[u8]) -> Result<Value> {
-    canonical_json::parse(line).map_err(|e| {
-        fail(format!(
-            "journal.ndjson line at byte {at} is not strict JSON ({e}) — no write was made"
-        ))
-    })
+    canonical_json::parse(line).map_err(|e| strict_error(at, &e))
+}
+
+/// The refusal for a journal line at byte `at` that is not strict JSON.
+pub(crate) fn strict_error(at: u64, e: &canonical_json::ParseError) -> LedgerError {
+    fail(format!("journal.ndjson line at byte {at} is not strict JSON ({e}) — no write was made"))
 }
 
 impl Drop for Writer {

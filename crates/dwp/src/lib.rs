@@ -17,6 +17,7 @@
 pub mod context;
 pub mod context_manifest;
 pub mod contract;
+pub mod event;
 pub mod gate;
 pub mod migrate;
 pub mod mint;

@@ -290,6 +290,9 @@ pub struct ReceiptSources {
     pub evaluator: String,
     /// The host reports fresh-context support (`DWP_FRESH_EVALUATOR`).
     pub fresh_supported: bool,
+    /// The journal's highest seq, when `events` holds only some of its events (the ones a
+    /// [`crate::event::Tally`] keeps); `None`: the highest seq of `events`.
+    pub last_seq: Option<i64>,
 }
 
 /// The verification receipt, recomputed from the records, with its `receipt_sha256`.
@@ -325,7 +328,12 @@ pub fn receipt(
             Value::Object(Map::from([
                 ("journal_sha256".to_owned(), opt(&src.journal_sha256)),
                 ("snapshot".to_owned(), opt(&src.snapshot_sha256)),
-                ("last_seq".to_owned(), events.iter().map(seq_of).max().unwrap_or(0).into()),
+                (
+                    "last_seq".to_owned(),
+                    src.last_seq
+                        .unwrap_or_else(|| events.iter().map(seq_of).max().unwrap_or(0))
+                        .into(),
+                ),
             ])),
         ),
         (

@@ -8,12 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use canonical_json::{Map, Number, Value};
 
+use crate::event::{Compact, Tally};
 use crate::validate::{Generation, contract_generation};
 
 /// The snapshot schema URL (`state.json`).
 pub const SNAPSHOT_URL: &str = "https://deepworkplan.com/schema/plan-snapshot/v6.json";
-/// Event types that are render provenance and never move the snapshot.
-pub const PROVENANCE_TYPES: [&str; 1] = ["view_render"];
+pub use crate::event::PROVENANCE_TYPES;
 
 /// One retired journal segment (`journal-archive-<first>-<last>.ndjson`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -283,50 +283,20 @@ pub fn snapshot(
     events: &[Value],
     archives: &[Archive],
 ) -> Value {
-    let mut positions = Positions::default();
+    let mut tally = Tally::default();
     for event in events {
-        positions.feed(event);
+        tally.feed_value(event);
     }
-    snapshot_with(contract, contract_id, events, archives, positions)
+    snapshot_with(contract, contract_id, archives, tally)
 }
-
-/// Per-type journal positions and the latest `ts` over non-provenance events.
-#[derive(Debug, Default)]
-struct Positions {
-    seqs: BTreeMap<String, i64>,
-    updated_at: Option<String>,
-}
-
-impl Positions {
-    fn feed(&mut self, event: &Value) {
-        let Some(etype) = type_of(event) else { return };
-        if PROVENANCE_TYPES.contains(&etype) {
-            return;
-        }
-        let seq = seq_of(event);
-        if !etype.is_empty() && seq > self.seqs.get(etype).copied().unwrap_or(0) {
-            self.seqs.insert(etype.to_owned(), seq);
-        }
-        if let Some(ts) = event.str_at("ts")
-            && self.updated_at.as_deref().is_none_or(|u| ts > u)
-        {
-            self.updated_at = Some(ts.to_owned());
-        }
-    }
-}
-
-/// The event types [`snapshot`] reads beyond positions (starts, evidence, approvals,
-/// amendments, samples, checkpoints): all a [`Projector`] keeps.
-const SNAPSHOT_TYPES: [&str; 6] =
-    ["task_start", "gate_run", "approval", "amendment", "resource_sample", "intervention"];
 
 /// [`snapshot`] in one pass without holding the journal: feed archived then live events in
-/// journal order, then [`Projector::finish`]. Only events of the few types the snapshot reads
-/// beyond positions are kept; the result is identical to [`snapshot`] over all events.
+/// journal order (or [`Projector::merge`] the [`Tally`] of the live ones), then
+/// [`Projector::finish`]. Only the events a [`Tally`] keeps are held; the result is identical
+/// to [`snapshot`] over all events.
 #[derive(Debug, Default)]
 pub struct Projector {
-    positions: Positions,
-    kept: Vec<Value>,
+    tally: Tally,
 }
 
 impl Projector {
@@ -337,26 +307,29 @@ impl Projector {
 
     /// Adds the next event (journal order).
     pub fn feed(&mut self, event: &Value) {
-        self.positions.feed(event);
-        if type_of(event).is_some_and(|t| SNAPSHOT_TYPES.contains(&t)) {
-            self.kept.push(event.clone());
-        }
+        self.tally.feed_value(event);
+    }
+
+    /// Adds the next event as a read path keeps it ([`Compact`]): the same projection as
+    /// [`Projector::feed`] of the whole event, building an object only for the kept types.
+    pub fn feed_compact(&mut self, event: &Compact<'_>) {
+        self.tally.feed(event);
+    }
+
+    /// Appends the tally of the events that follow the ones fed so far.
+    pub fn merge(&mut self, later: Tally) {
+        self.tally.merge(later);
     }
 
     /// The `state.json` document.
     pub fn finish(self, contract: &Value, contract_id: &str, archives: &[Archive]) -> Value {
-        snapshot_with(contract, contract_id, &self.kept, archives, self.positions)
+        snapshot_with(contract, contract_id, archives, self.tally)
     }
 }
 
-fn snapshot_with(
-    contract: &Value,
-    contract_id: &str,
-    events: &[Value],
-    archives: &[Archive],
-    positions: Positions,
-) -> Value {
-    let Positions { seqs: positions, updated_at } = positions;
+fn snapshot_with(contract: &Value, contract_id: &str, archives: &[Archive], tally: Tally) -> Value {
+    let Tally { positions, updated_at, kept: events, .. } = tally;
+    let events = &events[..];
     let updated_at = updated_at.as_deref();
     let generation = contract_generation(contract).unwrap_or(Generation::V6);
     let invalid = invalidated_before(events);

@@ -65,10 +65,19 @@ pub fn accepted(decision: &Value) -> bool {
     decision.str_at("decision") == Some("accept")
 }
 
+/// The event types [`ready`] reads (satisfaction, starts, approvals, invalidation); the
+/// journal's last seq is the only thing it takes from the others ([`ready_at`]).
+pub const READY_TYPES: [&str; 4] = ["task_start", "gate_run", "approval", "amendment"];
+
 /// The deterministic ready list: `[{task, waiting_since_seq, waiting_events, rank,
 /// priority_boost, aging}]` in rank order.
 pub fn ready(contract: &Value, events: &[Value]) -> Vec<Value> {
-    let last = events.iter().map(seq_of).max().unwrap_or(0);
+    ready_at(contract, events, events.iter().map(seq_of).max().unwrap_or(0))
+}
+
+/// [`ready`] over only the events of [`READY_TYPES`] (any superset gives the same list), with
+/// `last`, the journal's highest seq over all events.
+pub fn ready_at(contract: &Value, events: &[Value], last: i64) -> Vec<Value> {
     let approval_seq = events.iter().filter(|e| type_is(e, "approval")).map(seq_of).max();
     let threshold = scheduling_limit(contract, "starvation_threshold_events", DEFAULT_STARVATION);
     let mut rows: Vec<(i64, usize, String, i64)> = Vec::new();

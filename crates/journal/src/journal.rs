@@ -1,10 +1,11 @@
 //! The single writer of one journal file.
 
 use std::fs::{self, File, TryLockError};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::atomic::sync_parent_dir;
+use crate::checkpoint::Checkpoint;
 use crate::error::{Error, IoContext};
 use crate::scan::{self, Damage, Record, ScanReport, Validator};
 
@@ -22,12 +23,13 @@ pub enum Durability {
 }
 
 /// How [`Journal::open`] opens a journal.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct OpenOptions {
     create: bool,
     durability: Durability,
     validator: Validator,
     lock_wait: std::time::Duration,
+    checkpoint: Option<PathBuf>,
 }
 
 /// How long [`Journal::open`] waits for the file lock by default.
@@ -45,6 +47,7 @@ impl Default for OpenOptions {
             durability: Durability::default(),
             validator: scan::json_line,
             lock_wait: DEFAULT_LOCK_WAIT,
+            checkpoint: None,
         }
     }
 }
@@ -77,6 +80,17 @@ impl OpenOptions {
         self
     }
 
+    /// Keep a scan checkpoint at `path` (`None`: none, the default) and use it, once verified
+    /// against the file, to skip re-scanning the prefix it covers: the open then costs the
+    /// same on a journal of any length (see the crate notes on the checkpoint). The caller
+    /// chooses where it lives (a cache folder, so that the journal's own folder holds only
+    /// what its format defines).
+    #[must_use]
+    pub fn checkpoint(mut self, path: Option<PathBuf>) -> Self {
+        self.checkpoint = path;
+        self
+    }
+
     /// How long to retry a busy file lock before failing with [`Error::Locked`]
     /// (default [`DEFAULT_LOCK_WAIT`]; zero fails at once).
     #[must_use]
@@ -102,6 +116,8 @@ pub struct Journal {
     /// Written but not yet synced data exists (batched mode).
     dirty: bool,
     poisoned: bool,
+    /// Where the scan checkpoint lives, when the writer keeps one.
+    checkpoint: Option<PathBuf>,
 }
 
 impl Journal {
@@ -142,8 +158,18 @@ impl Journal {
                 Err(TryLockError::Error(source)) => return Err(Error::io(path, source)),
             }
         }
-        let report =
-            scan::scan_reader(BufReader::new(&file), options.validator, |_, _| {}).at(&path)?;
+        let checkpoint = options.checkpoint.clone();
+        // A verified checkpoint lets the scan start where the last one ended.
+        let file_len = file.metadata().at(&path)?.len();
+        let hint = checkpoint
+            .as_deref()
+            .and_then(Checkpoint::load)
+            .filter(|hint| hint.holds_for(&file, file_len));
+        let (skip, skipped) = hint.as_ref().map_or((0, 0), |h| (h.len, h.records));
+        (&file).seek(SeekFrom::Start(skip)).at(&path)?;
+        let report = scan::scan_reader(BufReader::new(&file), options.validator, |_, _| {})
+            .at(&path)?
+            .after(skip, skipped);
         if options.create && report.file_len == 0 {
             // The file may just have been created: make its name durable.
             sync_parent_dir(&path)?;
@@ -157,6 +183,7 @@ impl Journal {
             validator: options.validator,
             dirty: false,
             poisoned: false,
+            checkpoint,
         };
         journal.check_position()?;
         match report.damage {
@@ -169,6 +196,9 @@ impl Journal {
             Some(Damage::MissingNewline { .. }) => {
                 journal.write_and_sync(b"\n", 0, Durability::EveryAppend)?;
             }
+        }
+        if hint.is_none_or(|h| h.len != journal.end) {
+            journal.store_checkpoint();
         }
         Ok((journal, report))
     }
@@ -273,23 +303,71 @@ impl Journal {
         &self,
         mut visit: impl FnMut(u64, &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
+        const CHUNK: usize = 1 << 20;
         let mut file = &self.file;
         file.seek(SeekFrom::Start(0)).at(&self.path)?;
-        let mut reader = BufReader::with_capacity(1 << 16, file.take(self.end));
-        let mut buf = Vec::new();
-        let mut offset = 0u64;
+        let mut reader = file.take(self.end);
+        // Whole lines are handed out of one buffer; a line longer than it grows it.
+        let mut buf = vec![0u8; CHUNK];
+        let mut filled = 0;
+        let mut base = 0u64;
         loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).at(&self.path)?;
+            if filled == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+            let n = reader.read(&mut buf[filled..]).at(&self.path)?;
+            filled += n;
+            let mut start = 0;
+            while let Some(at) = memchr::memchr(b'\n', &buf[start..filled]) {
+                let line = &buf[start..start + at];
+                if !scan::is_blank(line) {
+                    visit(base + start as u64, line)?;
+                }
+                start += at + 1;
+            }
             if n == 0 {
+                let line = &buf[start..filled];
+                if !scan::is_blank(line) {
+                    visit(base + start as u64, line)?;
+                }
                 return Ok(());
             }
-            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-            if !scan::is_blank(line) {
-                visit(offset, line)?;
-            }
-            offset += n as u64;
+            buf.copy_within(start..filled, 0);
+            base += start as u64;
+            filled -= start;
         }
+    }
+
+    /// Reads `[from, to)` of the bytes this writer knows about (clamped to the first [`len`])
+    /// through its locked handle, handing them to `visit` in order, a chunk at a time (one
+    /// buffer of at most 256 KiB, reused): for hashing or copying part of the journal without
+    /// holding all of it.
+    ///
+    /// [`len`]: Journal::len
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if reading fails (converted into `E`), or `visit`'s error.
+    pub fn read_chunks<E: From<Error>>(
+        &self,
+        from: u64,
+        to: u64,
+        mut visit: impl FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        use std::os::unix::fs::FileExt;
+        let to = to.min(self.end);
+        let mut buf = vec![0u8; usize::try_from(to.saturating_sub(from)).unwrap_or(0).min(1 << 18)];
+        let mut at = from;
+        while at < to {
+            let want = usize::try_from(to - at).unwrap_or(usize::MAX).min(buf.len());
+            let n = self.file.read_at(&mut buf[..want], at).at(&self.path)?;
+            if n == 0 {
+                return Err(Error::io(&self.path, std::io::ErrorKind::UnexpectedEof.into()).into());
+            }
+            visit(&buf[..n])?;
+            at += n as u64;
+        }
+        Ok(())
     }
 
     /// The last record this writer knows about, found by reading backwards
@@ -403,7 +481,25 @@ impl Journal {
         }
         self.end += buf.len() as u64;
         self.records += records;
+        self.store_checkpoint();
         Ok(start)
+    }
+
+    /// Records the scan checkpoint for the current length (when this writer keeps one).
+    fn store_checkpoint(&self) {
+        let Some(path) = &self.checkpoint else { return };
+        match self.last_record() {
+            Ok(Some(last)) => {
+                if let Some(hint) = Checkpoint::of(&self.file, self.end, self.records, last.offset)
+                {
+                    hint.store(path);
+                }
+            }
+            // Nothing to anchor to: drop any older hint.
+            _ => {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
 
     /// Best effort: cut a failed write back to the last good size.

@@ -15,7 +15,11 @@
 //!   event). [`Journal::append`] writes one line and returns once it is
 //!   durable; [`Journal::append_batch`] writes several lines with one write
 //!   and one fsync (group commit).
-//! * [`scan`], [`read_records`] and the typed reader [`read_typed`] are
+//! * [`OpenOptions::checkpoint`] keeps a verified scan checkpoint (in a
+//!   file the caller names), so that opening a writer to append one line
+//!   does not re-scan everything earlier opens already scanned.
+//! * [`scan`], [`read_records`], the typed reader [`read_typed`] and
+//!   [`scan_slice`] (a journal already in memory, lines borrowed from it) are
 //!   the read-only side: they report the same damage but never modify the
 //!   file. [`Journal::for_each_record`] and [`Journal::last_record`] read
 //!   what an open writer holds (the last record from the tail of the file,
@@ -65,6 +69,19 @@
 //! poisoned ([`Error::Poisoned`]) because the page cache can no longer be
 //! trusted, and must be reopened (which rescans and repairs).
 //!
+//! **A checkpoint is a hint, checked before it is trusted.** With
+//! [`OpenOptions::checkpoint`] the writer records, after each open and
+//! append, how long the cleanly scanned prefix is, how many records it holds
+//! and the sha256 of its final line. The next open uses it only if the file
+//! is at least that long and that line (preceded by a newline) still hashes
+//! to the recorded digest; then only the bytes after the prefix are scanned
+//! (other writers' appends included). Anything else (no hint, a torn or
+//! edited hint, a truncated or rewritten journal) means a full scan and a
+//! fresh hint. The hint is written with a rename but never fsynced: losing
+//! it costs one full scan. An edit inside the prefix that keeps both the
+//! length and the final line is not seen by an append; readers that load
+//! every record parse the whole file and do see it.
+//!
 //! **Appends are validated.** [`Journal::append`] refuses lines the scanner
 //! would reject (newlines, blank lines, invalid UTF-8, validator failures),
 //! because one bad line would make the next open discard everything written
@@ -80,6 +97,7 @@
 
 mod append;
 mod atomic;
+mod checkpoint;
 mod error;
 mod journal;
 pub mod lockdir;
@@ -92,7 +110,8 @@ pub use error::Error;
 pub use journal::{DEFAULT_LOCK_WAIT, Durability, Journal, OpenOptions};
 pub use scan::{
     CAUSE_MISSING_NEWLINE, CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport,
-    TornCause, Validator, json_line, read_records, read_typed, read_typed_from, scan,
+    TornCause, Validator, json_line, read_records, read_typed, read_typed_from, scan, scan_slice,
+    scan_slice_parallel,
 };
 pub use time::utc_timestamp;
 

@@ -118,6 +118,29 @@ pub struct ScanReport {
     pub damage: Option<Damage>,
 }
 
+impl ScanReport {
+    /// The report of a scan that started `skip` bytes (holding `records` records) into the
+    /// file, as a report on the whole file: offsets and lengths moved by `skip`, `records`
+    /// added.
+    #[must_use]
+    pub fn after(self, skip: u64, records: u64) -> ScanReport {
+        let damage = self.damage.map(|d| match d {
+            Damage::TornTail { byte_offset, cause, discarded_bytes } => {
+                Damage::TornTail { byte_offset: byte_offset + skip, cause, discarded_bytes }
+            }
+            Damage::MissingNewline { byte_offset } => {
+                Damage::MissingNewline { byte_offset: byte_offset + skip }
+            }
+        });
+        ScanReport {
+            records: self.records + records,
+            good_len: self.good_len + skip,
+            file_len: self.file_len + skip,
+            damage,
+        }
+    }
+}
+
 /// One record of a journal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Record {
@@ -189,6 +212,144 @@ pub fn read_typed_from<T>(
     mut visit: impl FnMut(u64, T),
 ) -> io::Result<ScanReport> {
     scan_parsed(reader, parse, |offset, _, value| visit(offset, value))
+}
+
+/// The scanner over bytes already in memory (a whole journal read at once): `on_line(offset,
+/// line)` decides whether each line (valid UTF-8, not blank, without its `\n`) is a record,
+/// and may use it in the same call, borrowing from `bytes`. The torn-tail and framing rules and
+/// the report are [`scan`]'s, with `on_line` as the validator: a line it refuses ends the good
+/// prefix and is never offered again.
+pub fn scan_slice<'a>(
+    bytes: &'a [u8],
+    mut on_line: impl FnMut(u64, &'a str) -> bool,
+) -> ScanReport {
+    let part = scan_part(bytes, 0, bytes.len(), &mut on_line);
+    merge_parts(bytes.len(), [part])
+}
+
+/// [`scan_slice`] over `parts` stretches of `bytes` on as many threads (split at line starts),
+/// for work that is bound by what `on_line` does with each line. Each stretch has its own
+/// accumulator (`init()`), which `on_line` updates; the report is [`scan_slice`]'s and the
+/// accumulators come back in file order, up to and including the stretch holding the first
+/// refused line (whose accumulator saw only the lines before it): exactly what one pass in
+/// order would have accumulated, split at the stretch boundaries.
+pub fn scan_slice_parallel<'a, A: Send>(
+    bytes: &'a [u8],
+    parts: usize,
+    init: impl Fn() -> A + Sync,
+    on_line: impl Fn(&mut A, u64, &'a str) -> bool + Sync,
+) -> (ScanReport, Vec<A>) {
+    let mut bounds = vec![0];
+    for k in 1..parts.max(1) {
+        let guess = bytes.len() / parts * k;
+        let floor = bounds.last().copied().unwrap_or(0).max(guess);
+        // The next line start at or after the guess.
+        let start = match bytes.get(floor.saturating_sub(1)..) {
+            Some(rest) if floor > 0 => memchr::memchr(b'\n', rest).map(|at| floor + at),
+            _ => None,
+        };
+        match start {
+            Some(start) if start < bytes.len() => bounds.push(start),
+            _ => break,
+        }
+    }
+    bounds.push(bytes.len());
+    let run = |from: usize, to: usize| {
+        let mut acc = init();
+        let part = scan_part(bytes, from, to, &mut |offset, line| on_line(&mut acc, offset, line));
+        (part, acc)
+    };
+    let done: Vec<(Part, A)> = std::thread::scope(|scope| {
+        let spawned: Vec<_> = bounds
+            .windows(2)
+            .skip(1)
+            .map(|w| {
+                let (from, to) = (w[0], w[1]);
+                scope.spawn(move || run(from, to))
+            })
+            .collect();
+        let mut done = vec![run(0, bounds.get(1).copied().unwrap_or(bytes.len()))];
+        for handle in spawned {
+            match handle.join() {
+                Ok(part) => done.push(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        done
+    });
+    let torn_at = done.iter().position(|(part, _)| part.torn.is_some());
+    let kept = torn_at.map_or(done.len(), |at| at + 1);
+    let (parts, accs): (Vec<Part>, Vec<A>) = done.into_iter().take(kept).unzip();
+    (merge_parts(bytes.len(), parts), accs)
+}
+
+/// What one stretch of a scan found.
+struct Part {
+    records: u64,
+    /// Where the scan of the stretch stopped (its end, or the refused line).
+    end: usize,
+    torn: Option<TornCause>,
+    ends_with_newline: bool,
+}
+
+fn scan_part<'a>(
+    bytes: &'a [u8],
+    from: usize,
+    to: usize,
+    on_line: &mut impl FnMut(u64, &'a str) -> bool,
+) -> Part {
+    let mut offset = from;
+    let mut records = 0u64;
+    let mut ends_with_newline = true;
+    while offset < to {
+        let rest = &bytes[offset..to];
+        let (line, n, framed) = match memchr::memchr(b'\n', rest) {
+            Some(at) => (&rest[..at], at + 1, true),
+            None => (rest, rest.len(), false),
+        };
+        if !is_blank(line) {
+            let cause = match std::str::from_utf8(line) {
+                Err(_) => Some(TornCause::Undecodable),
+                Ok(text) if !on_line(offset as u64, text) => Some(TornCause::Unparsable),
+                Ok(_) => None,
+            };
+            if cause.is_some() {
+                return Part { records, end: offset, torn: cause, ends_with_newline };
+            }
+            records += 1;
+        }
+        offset += n;
+        ends_with_newline = framed;
+    }
+    Part { records, end: offset, torn: None, ends_with_newline }
+}
+
+/// The report of stretches scanned in order (the last one ends the scan).
+fn merge_parts(len: usize, parts: impl IntoIterator<Item = Part>) -> ScanReport {
+    let mut records = 0;
+    let mut good_len = 0;
+    let mut torn = None;
+    let mut ends_with_newline = true;
+    for part in parts {
+        records += part.records;
+        good_len = part.end;
+        ends_with_newline = part.ends_with_newline;
+        if part.torn.is_some() {
+            torn = part.torn;
+            break;
+        }
+    }
+    let (good_len, file_len) = (good_len as u64, len as u64);
+    let damage = match torn {
+        Some(cause) => Some(Damage::TornTail {
+            byte_offset: good_len,
+            cause,
+            discarded_bytes: file_len - good_len,
+        }),
+        None if !ends_with_newline => Some(Damage::MissingNewline { byte_offset: good_len }),
+        None => None,
+    };
+    ScanReport { records, good_len, file_len, damage }
 }
 
 /// Scans `reader` collecting every record.

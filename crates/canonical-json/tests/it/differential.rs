@@ -1,6 +1,7 @@
 //! The fast parser against the reference parser it replaced (`reference.rs`) and against
 //! serde_json: same values (floats compared bit for bit), same refusals, same offsets. And the
-//! one-pass `canonicalize` against `parse_with` then `to_jcs`: same bytes, same errors.
+//! one-pass `canonicalize` against `parse_with` then `to_jcs`: same bytes, same errors. And
+//! `skim` against `parse_with`: same acceptance, same errors, the same top-level members.
 
 use canonical_json::{
     CanonicalizeError, Limits, ParseError, Value, canonicalize, parse_with, to_jcs,
@@ -19,6 +20,32 @@ fn assert_same(input: &[u8], limits: Limits) -> Result<(), TestCaseError> {
     let ours = parse_with(input, limits);
     let theirs = reference::parse_with(input, limits);
     prop_assert_eq!(outcome(&ours), outcome(&theirs), "input {:?}", String::from_utf8_lossy(input));
+    assert_same_skim(input, limits, &ours)
+}
+
+/// `skim` accepts what the parser accepts, refuses with the parser's error, and finds the raw
+/// text of exactly the top-level members the parsed value holds.
+fn assert_same_skim(
+    input: &[u8],
+    limits: Limits,
+    parsed: &Result<Value, ParseError>,
+) -> Result<(), TestCaseError> {
+    const WANTED: [&str; 5] = ["a", "b", "ab", "", "\u{e9}"];
+    let mut found = [None; 5];
+    let wanted = canonical_json::Wanted::new(&WANTED);
+    let skimmed = canonical_json::skim(input, limits, &wanted, &mut found);
+    let lossy = String::from_utf8_lossy(input);
+    match parsed {
+        Err(e) => prop_assert_eq!(skimmed, Err(e.clone()), "input {:?}", lossy),
+        Ok(value) => {
+            prop_assert_eq!(skimmed, Ok(()), "input {:?}", lossy);
+            for (key, raw) in WANTED.iter().zip(found) {
+                let from_skim = raw.map(|r| outcome(&canonical_json::parse(r)));
+                let from_parse = value.get(key).map(|v| outcome(&Ok(v.clone())));
+                prop_assert_eq!(from_skim, from_parse, "key {:?} input {:?}", key, lossy);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -207,6 +234,7 @@ fn same_outcome_on_large_integers_and_the_i64_edges() {
         let ours = canonical_json::parse(text.as_bytes());
         let theirs = reference::parse_with(text.as_bytes(), Limits::default());
         assert_eq!(outcome(&ours), outcome(&theirs), "{text}");
+        assert_same_skim(text.as_bytes(), Limits::default(), &ours).unwrap();
         let one_pass = canonicalize(text.as_bytes(), Limits::default());
         let two_steps = theirs
             .map_err(CanonicalizeError::Parse)

@@ -67,15 +67,34 @@ fn load(plan_arg: &Path) -> Result<(Plan, Vec<Value>), Stop> {
     let dir = plan::find_plan_dir(plan_arg)?;
     let plan = Plan::load(&dir).map_err(|e| Stop::ContractInvalid(e.to_string()))?;
     let view = plan::read_journal(&plan.journal_path())?;
-    if let Some((at, cause)) = view.torn {
-        return Err(Stop::Error(format!(
-            "journal has a torn tail at byte {at} ({cause}) \u{2014} open the writer once to \
-             repair it before asking the core to decide"
-        )));
-    }
+    stop_on_torn(view.torn)?;
     let mut events = plan.archived_events()?;
     events.extend(view.events);
     Ok((plan, events))
+}
+
+/// [`load`] for `ready`: the live events the read paths decide on (a superset of
+/// [`scheduler::READY_TYPES`]) and the last seq over all of them, from one strict pass that
+/// builds nothing else.
+fn load_ready(plan_arg: &Path) -> Result<(Plan, Vec<Value>, i64), Stop> {
+    let dir = plan::find_plan_dir(plan_arg)?;
+    let plan = Plan::load(&dir).map_err(|e| Stop::ContractInvalid(e.to_string()))?;
+    let view = plan::read_compact(&plan.journal_path(), false)?;
+    stop_on_torn(view.torn)?;
+    let mut events = plan.archived_events()?;
+    let last = events.iter().map(dwp::projection::seq_of).max().unwrap_or(0).max(view.last_seq);
+    events.extend(view.kept);
+    Ok((plan, events, last))
+}
+
+fn stop_on_torn(torn: Option<(u64, &'static str)>) -> Result<(), Stop> {
+    match torn {
+        Some((at, cause)) => Err(Stop::Error(format!(
+            "journal has a torn tail at byte {at} ({cause}) \u{2014} open the writer once to \
+             repair it before asking the core to decide"
+        ))),
+        None => Ok(()),
+    }
 }
 
 pub(crate) fn run(cmd: SchedulerCommand) -> ExitCode {
@@ -227,8 +246,9 @@ fn dispatch(cmd: SchedulerCommand) -> Result<ExitCode, Stop> {
             })
         }
         SchedulerCommand::Ready { plan: plan_arg } => {
-            let (plan, events) = load(&plan_arg)?;
-            print_json(&Value::Array(scheduler::ready(&plan.contract, &events))).map_err(fail)?;
+            let (plan, events, last) = load_ready(&plan_arg)?;
+            let ready = scheduler::ready_at(&plan.contract, &events, last);
+            print_json(&Value::Array(ready)).map_err(fail)?;
             // Freeing 10,000 parsed events one by one costs more than the decision itself.
             std::mem::forget(events);
             Ok(ExitCode::SUCCESS)

@@ -8,7 +8,7 @@ use dwp_ledger::{self as plan, FolderGeneration, LedgerError, Plan, Writer};
 
 const CONTRACT: &str = include_str!("data/baseline-contract.json");
 
-fn plan_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+pub(crate) fn plan_dir() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("PLAN_rust_port_baseline");
     std::fs::create_dir_all(&dir).unwrap();

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod atomic;
+mod checkpoint;
 mod crash;
 mod lockdir;
 mod reader;
