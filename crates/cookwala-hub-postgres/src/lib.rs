@@ -64,11 +64,19 @@ pub struct PgOptions {
     pub lease: Duration,
     /// Connections in the pool.
     pub pool_size: usize,
+    /// Extra trust anchors (DER certificates) for a database reached over TLS
+    /// (`sslmode=require` in the URL), next to the public web's roots: a private CA.
+    pub tls_roots: Vec<Vec<u8>>,
 }
 
 impl Default for PgOptions {
     fn default() -> PgOptions {
-        PgOptions { replica: "replica".to_owned(), lease: Duration::from_secs(10), pool_size: 16 }
+        PgOptions {
+            replica: "replica".to_owned(),
+            lease: Duration::from_secs(10),
+            pool_size: 16,
+            tls_roots: Vec::new(),
+        }
     }
 }
 
@@ -155,11 +163,19 @@ impl PgStorage {
             .enable_all()
             .build()
             .map_err(|e| OpenError::Setup(e.to_string()))?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig { recycling_method: RecyclingMethod::Fast },
-        );
+        // TLS when the URL asks for it (`sslmode=require`): rustls (ring), the server's
+        // certificate checked against the public roots and `tls_roots`, for the URL's host. The
+        // client's default (`prefer`) stays plain: a preferred TLS that then refuses an unknown
+        // certificate would break the local setups `prefer` exists for.
+        let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
+        let manager = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(Self::tls_config(
+                &options.tls_roots,
+            )?);
+            Manager::from_config(config, tls, manager_config)
+        } else {
+            Manager::from_config(config, NoTls, manager_config)
+        };
         let pool = {
             let _guard = runtime.enter();
             Pool::builder(manager)
@@ -187,6 +203,24 @@ impl PgStorage {
             schema::migrate(&mut client).await
         })?;
         Ok(store)
+    }
+
+    /// The TLS client configuration: the public web's roots plus `extra` (DER), ring provider.
+    fn tls_config(extra: &[Vec<u8>]) -> Result<tokio_rustls::rustls::ClientConfig, OpenError> {
+        use tokio_rustls::rustls;
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        for der in extra {
+            roots.add(rustls::pki_types::CertificateDer::from(der.clone())).map_err(|e| {
+                OpenError::Setup(format!("a --store-ca certificate cannot be used: {e}"))
+            })?;
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        Ok(rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| OpenError::Setup(format!("TLS: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth())
     }
 
     /// Runs `fut` on the store's runtime and waits for it (from any thread).

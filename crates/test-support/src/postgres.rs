@@ -112,6 +112,35 @@ impl PgCluster {
         format!("postgres://postgres@127.0.0.1:{}/{name}", self.port)
     }
 
+    /// Turns TLS on with this certificate and key (PEM) and restarts the server; plain
+    /// connections stay allowed.
+    pub fn enable_tls(&mut self, cert_pem: &str, key_pem: &str) {
+        let data = self.data();
+        let write = |name: &str, text: &str| {
+            let path = data.join(name);
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let _ = Command::new("chmod").arg("600").arg(&path).status();
+        };
+        write("server.crt", cert_pem);
+        write("server.key", key_pem);
+        let conf = data.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).unwrap_or_default();
+        text.push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        std::fs::write(&conf, text).unwrap_or_else(|e| panic!("{}: {e}", conf.display()));
+        self.restart();
+    }
+
+    /// Runs one SQL statement on database `db` with `psql` and returns its unaligned output.
+    pub fn sql(&self, db: &str, query: &str) -> String {
+        let port = self.port.to_string();
+        let out = self.run(
+            "psql",
+            &["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db, "-At", "-c", query],
+        );
+        check(&out, "psql");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
     /// Stops the server at once (as a crash would) and starts it again on the same port.
     pub fn restart(&mut self) {
         self.stop();

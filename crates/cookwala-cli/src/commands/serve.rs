@@ -158,6 +158,10 @@ pub struct ServeArgs {
     /// HOST-PID-START)
     #[arg(long, value_name = "NAME")]
     pub replica: Option<String>,
+    /// With a PostgreSQL store reached over TLS (sslmode=require in the URL): also trust the
+    /// CA certificates in this PEM file (next to the public web's roots); repeatable
+    #[arg(long = "store-ca", value_name = "FILE")]
+    pub store_ca: Vec<PathBuf>,
 }
 
 /// `--store`, `--lease-secs`, `--replica`.
@@ -165,6 +169,7 @@ struct StoreArgs {
     store: Option<String>,
     lease_secs: u64,
     replica: Option<String>,
+    store_ca: Vec<PathBuf>,
 }
 
 /// The store `--store` names (default: SQLite in the data folder), and a line for the banner.
@@ -178,10 +183,19 @@ fn open_store(
             bail!("--lease-secs must be between 1 and 3600 (got {})", args.lease_secs);
         }
         let replica = args.replica.clone().unwrap_or_else(default_replica);
+        let mut tls_roots = Vec::new();
+        for path in &args.store_ca {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--store-ca: reading {}", path.display()))?;
+            let certs = cookwala_hub::webhooks::pem_certificates(&text)
+                .map_err(|e| anyhow::anyhow!("--store-ca {}: {e}", path.display()))?;
+            tls_roots.extend(certs);
+        }
         let options = cookwala_hub_postgres::PgOptions {
             replica: replica.clone(),
             lease: std::time::Duration::from_secs(args.lease_secs),
             pool_size: 16,
+            tls_roots,
         };
         let store = cookwala_hub_postgres::PgStorage::connect(&url, options)
             .with_context(|| format!("opening the PostgreSQL store {}", redact(&url)))?;
@@ -580,6 +594,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         store: args.store.clone(),
         lease_secs: args.lease_secs,
         replica: args.replica.clone(),
+        store_ca: args.store_ca.clone(),
     };
     let (storage, store_note) = open_store(&store_args, &data)?;
     let config = HubConfig {

@@ -223,6 +223,7 @@ fn pg(url: &str, replica: &str, lease_ms: u64) -> Arc<PgStorage> {
         replica: replica.to_owned(),
         lease: Duration::from_millis(lease_ms),
         pool_size: 8,
+        tls_roots: Vec::new(),
     };
     Arc::new(PgStorage::connect(url, options).expect("connect"))
 }

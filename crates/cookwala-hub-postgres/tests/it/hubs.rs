@@ -20,8 +20,12 @@ use tower::ServiceExt;
 const TOKEN: &str = "fleet-hub-token-01";
 
 async fn hub(url: &str, replica: &str) -> Hub {
-    let options =
-        PgOptions { replica: replica.to_owned(), lease: Duration::from_secs(10), pool_size: 4 };
+    let options = PgOptions {
+        replica: replica.to_owned(),
+        lease: Duration::from_secs(10),
+        pool_size: 4,
+        tls_roots: Vec::new(),
+    };
     let url = url.to_owned();
     let storage: Arc<dyn Storage> = Arc::new(
         tokio::task::spawn_blocking(move || PgStorage::connect(&url, options))

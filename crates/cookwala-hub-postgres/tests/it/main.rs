@@ -4,3 +4,4 @@
 
 mod contract;
 mod hubs;
+mod tls;
