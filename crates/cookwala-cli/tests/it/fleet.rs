@@ -267,6 +267,8 @@ fn a_replica_killed_mid_run_loses_its_device_and_the_execution_ends_safely_elsew
     assert!(seq > started.body.get("seq").and_then(Value::as_i64).unwrap_or(0));
     let log = get(b.addr, "/v1/executions/ex-kill/log");
     assert_eq!(log.body.get("outcome").and_then(Value::as_str), Some("aborted_safe"));
+    let why = log.body.pointer("/x-hub/why").and_then(Value::as_str).unwrap_or("");
+    assert!(why.contains("another replica ended it safely"), "{why}");
     // Never resumed, never run twice: it stays stopped, and the device takes a new execution.
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(state(&get(b.addr, "/v1/executions/ex-kill")), "stopped");

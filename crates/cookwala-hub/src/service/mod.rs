@@ -681,7 +681,7 @@ pub(crate) fn recover_one(
 ) -> Result<(), StorageError> {
     let stamp = cookwala_sim::rfc3339_ms(now);
     let (status, seq) = recovered_status(rec, &stamp);
-    let log = recovered_log(rec, &stamp, now, catalog).map(|l| jcs_text(&l));
+    let log = recovered_log(rec, &stamp, now, catalog, why).map(|l| jcs_text(&l));
     let events = recovered_events(rec, &status, seq, &stamp, device, why);
     let update = StatusUpdate {
         id: rec.id.clone(),
@@ -758,11 +758,12 @@ fn recovered_log(
     stamp: &str,
     now_ms: i64,
     catalog: &Catalog,
+    why: &str,
 ) -> Option<Value> {
     let run = RunConfig::from_text(&rec.config)?;
     let config = run.sim_config(rec, catalog)?;
     let mut sim = Simulation::new(config).ok()?;
-    sim.stop("hub restart");
+    sim.stop(why);
     let mut log = sim.log()?;
     let m = log.as_object_mut()?;
     m.insert("endedAt".into(), stamp.into());
@@ -771,12 +772,14 @@ fn recovered_log(
     note.insert("lastState".into(), rec.state.as_str().into());
     note.insert("lastSeq".into(), rec.seq.into());
     note.insert("endedUnixMs".into(), now_ms.into());
-    note.insert(
-        "why".into(),
+    let text = if why == "hub restart" {
         "the hub stopped while this execution was active; on restart it was ended safely \
          (heat off, stopped) and not resumed"
-            .into(),
-    );
+    } else {
+        "the hub replica running this execution stopped renewing its device lease; another \
+         replica ended it safely (heat off, stopped) and did not resume it"
+    };
+    note.insert("why".into(), text.into());
     m.insert("x-hub".into(), Value::Object(note));
     Some(log)
 }
