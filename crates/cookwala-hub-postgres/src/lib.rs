@@ -111,7 +111,7 @@ fn backend(e: impl std::error::Error) -> StorageError {
     StorageError::Backend(text)
 }
 
-fn pg(e: &tokio_postgres::Error) -> StorageError {
+pub(crate) fn pg(e: &tokio_postgres::Error) -> StorageError {
     match e.as_db_error() {
         Some(db) => StorageError::Backend(format!("postgres: {}: {}", db.code().code(), db)),
         None => backend(e),
@@ -169,9 +169,10 @@ impl PgStorage {
         // certificate would break the local setups `prefer` exists for.
         let manager_config = ManagerConfig { recycling_method: RecyclingMethod::Fast };
         let manager = if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(Self::tls_config(
-                &options.tls_roots,
-            )?);
+            let client =
+                cookwala_hub::webhooks::client_tls_config(&options.tls_roots, "--store-ca")
+                    .map_err(OpenError::Setup)?;
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(Arc::unwrap_or_clone(client));
             Manager::from_config(config, tls, manager_config)
         } else {
             Manager::from_config(config, NoTls, manager_config)
@@ -203,24 +204,6 @@ impl PgStorage {
             schema::migrate(&mut client).await
         })?;
         Ok(store)
-    }
-
-    /// The TLS client configuration: the public web's roots plus `extra` (DER), ring provider.
-    fn tls_config(extra: &[Vec<u8>]) -> Result<tokio_rustls::rustls::ClientConfig, OpenError> {
-        use tokio_rustls::rustls;
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        for der in extra {
-            roots.add(rustls::pki_types::CertificateDer::from(der.clone())).map_err(|e| {
-                OpenError::Setup(format!("a --store-ca certificate cannot be used: {e}"))
-            })?;
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        Ok(rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| OpenError::Setup(format!("TLS: {e}")))?
-            .with_root_certificates(roots)
-            .with_no_client_auth())
     }
 
     /// Runs `fut` on the store's runtime and waits for it (from any thread).

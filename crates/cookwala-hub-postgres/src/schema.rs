@@ -5,6 +5,8 @@ use deadpool_postgres::Client;
 
 use cookwala_hub::storage::StorageError;
 
+use crate::pg;
+
 /// The schema version this hub writes (`cookwala_schema.version`).
 pub const SCHEMA_VERSION: i64 = 1;
 
@@ -100,10 +102,6 @@ const MIGRATIONS: &[&str] = &[
 
 /// The lock replicas starting together take while one of them migrates.
 const MIGRATION_LOCK: i64 = 0x636f_6f6b_6d69_6772; // "cookmigr"
-
-fn pg(e: &tokio_postgres::Error) -> StorageError {
-    StorageError::Backend(format!("postgres: {e}"))
-}
 
 /// Brings the schema to [`SCHEMA_VERSION`], one transaction per migration.
 pub(crate) async fn migrate(client: &mut Client) -> Result<(), StorageError> {

@@ -38,6 +38,15 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not-found", detail)
     }
 
+    /// 428 `if-match-required`: a resume without the seq the caller saw.
+    pub fn if_match_required() -> ApiError {
+        ApiError::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "if-match-required",
+            "resume needs If-Match with the seq of the status you saw",
+        )
+    }
+
     /// 500 with a generic detail; the cause is written to stderr, never to the client.
     pub fn internal(cause: &dyn std::fmt::Display) -> ApiError {
         crate::clock::note(format_args!("cookwala-hub: internal error: {cause}"));

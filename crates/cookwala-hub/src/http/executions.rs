@@ -148,13 +148,7 @@ pub(super) async fn stop(
 }
 
 pub(super) fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
-    let raw = headers.get(header::IF_MATCH).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::PRECONDITION_REQUIRED,
-            "if-match-required",
-            "resume needs If-Match with the seq of the status you saw",
-        )
-    })?;
+    let raw = headers.get(header::IF_MATCH).ok_or_else(ApiError::if_match_required)?;
     let text = raw.to_str().unwrap_or_default().trim();
     let text = text.strip_prefix("W/").unwrap_or(text);
     Ok(text.trim_matches('"').to_owned())

@@ -142,13 +142,26 @@ pub(crate) fn target(url: &str) -> Result<Target, String> {
 pub(crate) fn tls_config(
     extra_roots: &[Vec<u8>],
 ) -> Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String> {
+    client_tls_config(extra_roots, "--webhook-ca")
+}
+
+/// A TLS client configuration (rustls, ring provider) trusting the public web's roots and
+/// `extra_roots` (DER; a private CA). `option` names where the extra roots came from, for the
+/// error. Shared by the webhooks and the PostgreSQL store.
+///
+/// # Errors
+/// An extra root is not a usable certificate.
+pub fn client_tls_config(
+    extra_roots: &[Vec<u8>],
+    option: &str,
+) -> Result<std::sync::Arc<tokio_rustls::rustls::ClientConfig>, String> {
     use tokio_rustls::rustls;
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     for der in extra_roots {
         roots
             .add(rustls::pki_types::CertificateDer::from(der.clone()))
-            .map_err(|e| format!("a --webhook-ca certificate cannot be used: {e}"))?;
+            .map_err(|e| format!("a {option} certificate cannot be used: {e}"))?;
     }
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)

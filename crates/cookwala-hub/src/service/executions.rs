@@ -364,11 +364,7 @@ impl Hub {
             return Ok(Answer::Replay(rec));
         }
         if let Some(texts) = recalls {
-            let list =
-                texts.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
-            if let Ok(mut r) = self.inner.recalls.write() {
-                *r = list;
-            }
+            self.set_recalls(&texts);
         }
         // 3. duplicate id (on any device): stored, live, or being created right now.
         let live = self.inner.live.lock().await;

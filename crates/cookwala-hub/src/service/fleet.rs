@@ -212,7 +212,7 @@ impl Hub {
             .get("ifMatch")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .ok_or_else(if_match_required);
+            .ok_or_else(ApiError::if_match_required);
         let body = p.get("body").and_then(Value::as_str).unwrap_or_default().as_bytes().to_vec();
         self.resume_here(&who, &device, id, key, if_match, &body).await
     }
@@ -349,11 +349,7 @@ impl Hub {
         if !ended.is_empty() {
             self.inner.bus.committed.send_modify(|n| *n = n.wrapping_add(1));
         }
-        let list: Vec<Value> =
-            recalls.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
-        if let Ok(mut r) = self.inner.recalls.write() {
-            *r = list;
-        }
+        self.set_recalls(&recalls);
         Ok(())
     }
 }
@@ -372,13 +368,4 @@ fn ended_answer(kind: &str, rec: &ExecutionRecord) -> Answer {
         status: e.status.as_u16(),
         body: String::from_utf8_lossy(&e.body()).into_owned(),
     }
-}
-
-/// The 428 of a resume without `If-Match` (as the HTTP layer answers it).
-fn if_match_required() -> ApiError {
-    ApiError::new(
-        StatusCode::PRECONDITION_REQUIRED,
-        "if-match-required",
-        "resume needs If-Match with the seq of the status you saw",
-    )
 }

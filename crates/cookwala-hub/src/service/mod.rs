@@ -522,6 +522,15 @@ impl Hub {
         self.inner.recalls.read().map(|r| r.clone()).unwrap_or_default()
     }
 
+    /// Replaces the in-memory copy with the stored recalls (JCS texts, `issuedAt` order), as
+    /// another replica of a shared store may have published some.
+    pub(crate) fn set_recalls(&self, texts: &[String]) {
+        let list = texts.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
+        if let Ok(mut r) = self.inner.recalls.write() {
+            *r = list;
+        }
+    }
+
     /// Adds a just-stored recall to the in-memory copy, keeping `issuedAt` order.
     pub(crate) fn push_recall(&self, recall: Value) {
         if let Ok(mut list) = self.inner.recalls.write() {
