@@ -66,6 +66,33 @@ pub fn measure(config: Config, mut f: impl FnMut()) -> Sample {
     Sample { iters, secs_per_iter }
 }
 
+/// Measures several closures whose *ratio* to the first matters: each is calibrated on its own,
+/// then every run times one batch of each in turn, so a machine that speeds up or slows down
+/// during the measurement moves all of them alike. Returns, per closure, its sample and the
+/// median over runs of its time divided by the first closure's time in the same run.
+pub fn measure_interleaved(config: Config, fs: &mut [&mut dyn FnMut()]) -> Vec<(Sample, f64)> {
+    let iters: Vec<u64> =
+        fs.iter_mut().map(|f| measure(Config { runs: 1, ..config }, f).iters).collect();
+    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); fs.len()];
+    for _ in 0..config.runs.max(1) {
+        for ((f, &iters), times) in fs.iter_mut().zip(&iters).zip(runs.iter_mut()) {
+            times.push(time_batch(iters, f).as_secs_f64() / iters as f64);
+        }
+    }
+    let first = runs.first().cloned().unwrap_or_default();
+    runs.into_iter()
+        .zip(iters)
+        .map(|(mut secs_per_iter, iters)| {
+            let mut ratios: Vec<f64> =
+                secs_per_iter.iter().zip(&first).map(|(x, base)| x / base).collect();
+            ratios.sort_by(f64::total_cmp);
+            secs_per_iter.sort_by(f64::total_cmp);
+            let ratio = Sample { iters, secs_per_iter: ratios }.median();
+            (Sample { iters, secs_per_iter }, ratio)
+        })
+        .collect()
+}
+
 fn time_batch(iters: u64, f: &mut impl FnMut()) -> Duration {
     let start = Instant::now();
     for _ in 0..iters {

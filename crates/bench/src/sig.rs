@@ -19,7 +19,7 @@ use canonical_json::digest::document_hash;
 use canonical_json::{Map, Value, to_jcs};
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 
-use crate::harness::{Config, Work, measure, record};
+use crate::harness::{Config, Work, measure_interleaved, record};
 
 /// RFC 8032 test 1 secret seed (a public test key: never use it for anything real).
 const RFC8032_TEST1_SEED: [u8; 32] = [
@@ -208,31 +208,50 @@ pub fn measure_all(
         docs: 1,
         bytes: fixture.body_len,
     };
-    let mut out = Vec::new();
-    let mut failed = false;
-
-    let sample = measure(config, || failed |= !verify_bare(black_box(&fixture)));
-    out.push(record(&work("ed25519-dalek", "verify_strict(header)"), &sample));
-
-    let sample = measure(config, || {
-        failed |= !matches!(
+    // The three paths are timed in turn within every run (`measure_interleaved`): their ratio,
+    // the figure that matters, then does not depend on when each one happened to run.
+    let verifier = cookwala_verifier(&fixture)?;
+    if let Some(verify) = &verifier
+        && !verify(&fixture.document)
+    {
+        bail!("the cookwala verify path rejects the fixture");
+    }
+    let failed_cell = std::cell::Cell::new(false);
+    let mut bare = || failed_cell.set(failed_cell.get() | !verify_bare(black_box(&fixture)));
+    let mut local = || {
+        let ok = matches!(
             verify_local_full_path(black_box(&fixture.document), &fixture.key_record),
             Ok(true)
         );
-    });
-    out.push(record(&work("bench-local", "verify document"), &sample));
-
-    match cookwala_verifier(&fixture)? {
-        Some(verify) => {
-            if !verify(&fixture.document) {
-                bail!("the cookwala verify path rejects the fixture");
-            }
-            let sample = measure(config, || failed |= !verify(black_box(&fixture.document)));
-            out.push(record(&work("cookwala", "verify document"), &sample));
+        failed_cell.set(failed_cell.get() | !ok);
+    };
+    let mut crate_path = || {
+        if let Some(verify) = &verifier {
+            failed_cell.set(failed_cell.get() | !verify(black_box(&fixture.document)));
         }
-        None => eprintln!(
+    };
+    let mut closures: Vec<&mut dyn FnMut()> = vec![&mut bare, &mut local];
+    if verifier.is_some() {
+        closures.push(&mut crate_path);
+    } else {
+        eprintln!(
             "cw-bench: built without the cookwala feature: cookwala verify path not measured"
-        ),
+        );
+    }
+    let measured = measure_interleaved(config, &mut closures);
+    let failed = failed_cell.get();
+    let labels = [
+        ("ed25519-dalek", "verify_strict(header)"),
+        ("bench-local", "verify document"),
+        ("cookwala", "verify document"),
+    ];
+    let mut out = Vec::new();
+    for ((implementation, op), (sample, vs_bare)) in labels.into_iter().zip(&measured) {
+        let mut rec = record(&work(implementation, op), sample);
+        if let Some(map) = rec.as_object_mut() {
+            map.insert("vs_bare_same_run".into(), serde_json::json!(vs_bare));
+        }
+        out.push(rec);
     }
     if failed {
         bail!("a verification failed during the timed loop");

@@ -19,7 +19,8 @@
 //!   top-level members (journal readers that need three fields of every line).
 //! - [`to_jcs`]: RFC 8785 bytes (integers beyond ±(2^53 − 1) are refused, as upstream does).
 //! - [`canonicalize`]: text straight to RFC 8785 bytes, the same result and errors as `parse`
-//!   then `to_jcs` in one pass that builds no tree (for `cookwala canon` on large documents).
+//!   then `to_jcs` in one pass that builds no tree (for `cookwala canon` on large documents);
+//!   [`canonicalize_into`] writes them into a caller's buffer (memory it prepared: huge pages).
 //! - [`to_python`], [`to_python_compact`], [`to_python_pretty`]: the Python-compatible forms.
 //! - [`digest`]: `sha256:<hex>` document hashes and bare-hex ids.
 //!
@@ -34,12 +35,12 @@ pub mod digest;
 
 pub use parse::{
     CanonicalizeError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind,
-    Wanted, canonicalize, parse, parse_prefix, parse_with, skim, skim_text,
+    Wanted, canonicalize, canonicalize_into, parse, parse_prefix, parse_with, skim, skim_text,
 };
 pub use value::{BigDecimalText, Finite, Integer, Map, Number, Value};
 pub use write::{
     MAX_SAFE_INTEGER, MAX_WRITE_DEPTH, PyFormat, WriteError, es_number_string, python_float_repr,
-    to_jcs, to_python, to_python_compact, to_python_pretty, write_jcs,
+    to_jcs, to_python, to_python_compact, to_python_pretty, write_jcs, write_jcs_str,
 };
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::btree_map::Entry;
 use std::fmt;
 
-use crate::scan::stop_mask;
+use crate::scan::{STRING_STOP, stop_mask};
 use crate::value::{Finite, Integer, Map, Number, Value};
 use crate::write::{WriteError, to_jcs};
 
@@ -120,7 +120,7 @@ pub fn parse_with(input: &[u8], limits: Limits) -> Result<Value, ParseError> {
         // Valid UTF-8 throughout (the usual case) is checked once here, so each string below is a
         // slice of this text; otherwise each string checks its own bytes, and the first invalid
         // one is reported in document order after any earlier syntax error.
-        text: std::str::from_utf8(input).ok(),
+        text: crate::scan::utf8(input),
         pos: 0,
         max_depth: limits.max_depth,
         items: Vec::new(),
@@ -192,19 +192,37 @@ pub fn canonicalize(input: &[u8], limits: Limits) -> Result<Vec<u8>, Canonicaliz
     to_jcs(&value).map_err(CanonicalizeError::Write)
 }
 
-/// Bytes that end a plain run inside a string: `"`, `\` and the control characters.
-const fn string_stops() -> [bool; 256] {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
+/// [`canonicalize`] into a caller's buffer: `Ok(Some(n))` when the RFC 8785 bytes fill
+/// `out[..n]`, `Ok(None)` when they do not fit (what `out` holds is then unspecified).
+///
+/// A large document's output then lands in memory the caller chose (prepared huge pages, say)
+/// instead of a fresh heap block that is faulted in a page at a time. Canonical bytes are never
+/// longer than the input plus 21 bytes per number (`1e20` is written `100000000000000000000`),
+/// so `input.len()` plus a little is almost always enough: whitespace goes away.
+///
+/// # Errors
+/// What [`parse_with`] or [`to_jcs`] would report.
+pub fn canonicalize_into(
+    input: &[u8],
+    limits: Limits,
+    out: &mut [u8],
+) -> Result<Option<usize>, CanonicalizeError> {
+    let fixed = jcs::Fixed { buf: out, len: 0, full: false };
+    match jcs::write_jcs_bytes(input, limits, fixed) {
+        Ok(fixed) if fixed.full => return Ok(None),
+        Ok(fixed) => return Ok(Some(fixed.len)),
+        Err(jcs::GiveUp) => {}
     }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
+    let value = parse_with(input, limits).map_err(CanonicalizeError::Parse)?;
+    let bytes = to_jcs(&value).map_err(CanonicalizeError::Write)?;
+    Ok(out.get_mut(..bytes.len()).map(|slots| {
+        slots.copy_from_slice(&bytes);
+        bytes.len()
+    }))
 }
-static STRING_STOP: [bool; 256] = string_stops();
+
+/// Sixteen spaces, as a little-endian word.
+const SPACES: u128 = u128::from_le_bytes([b' '; 16]);
 
 struct Parser<'a> {
     input: &'a [u8],
@@ -234,9 +252,14 @@ impl<'a> Parser<'a> {
                 Some(b' ' | b'\t' | b'\r') => pos += 1,
                 Some(b'\n') => {
                     pos += 1;
-                    // Indentation of pretty-printed documents, eight spaces at a time.
-                    while input.get(pos..pos + 8) == Some(b"        ") {
-                        pos += 8;
+                    // Indentation of pretty-printed documents: the leading spaces of sixteen
+                    // bytes counted at once, from the first byte that is not one.
+                    while let Some(chunk) = input.get(pos..).and_then(<[u8]>::first_chunk::<16>) {
+                        let others = u128::from_le_bytes(*chunk) ^ SPACES;
+                        pos += (others.trailing_zeros() / 8) as usize;
+                        if others != 0 {
+                            break;
+                        }
                     }
                 }
                 _ => break,
@@ -610,6 +633,9 @@ impl<'a> Parser<'a> {
 
     /// The text of the number that started at `start` (ASCII digits, signs, `.`, `e`, `E`).
     fn number_text(&self, start: usize) -> Result<&str, ParseError> {
+        if let Some(text) = self.text.and_then(|text| text.get(start..self.pos)) {
+            return Ok(text);
+        }
         std::str::from_utf8(&self.input[start..self.pos])
             .map_err(|_| ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })
     }

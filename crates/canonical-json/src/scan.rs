@@ -20,3 +20,23 @@ pub(crate) fn stop_mask(word: u64) -> u64 {
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
     quote | backslash | control
 }
+
+/// `input` as text when it is all valid UTF-8 (the fast check; callers that need the offset of
+/// the first invalid byte ask `std::str::from_utf8` once this says no).
+pub(crate) fn utf8(input: &[u8]) -> Option<&str> {
+    simdutf8::basic::from_utf8(input).ok()
+}
+
+/// Bytes that end a plain run inside a string: `"`, `\` and the control characters.
+const fn string_stops() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+}
+pub(crate) static STRING_STOP: [bool; 256] = string_stops();

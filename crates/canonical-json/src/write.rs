@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::scan::word_has_stop;
+use crate::scan::{STRING_STOP, word_has_stop};
 use crate::value::{Integer, Map, Number, Value};
 
 /// Largest integer JCS accepts (2^53 − 1): beyond it a double cannot hold every integer.
@@ -53,6 +53,12 @@ pub fn write_jcs(value: &Value, out: &mut Vec<u8>) -> Result<(), WriteError> {
     jcs_value(value, out, 0)
 }
 
+/// Appends the RFC 8785 bytes of the string `s` (quoted and escaped) to `out`: for callers
+/// that lay out a small fixed object themselves, a signing header say.
+pub fn write_jcs_str(s: &str, out: &mut Vec<u8>) {
+    jcs_string(s, out);
+}
+
 /// Writes the JCS bytes of `value` to `out`, leaving out the named keys of a top-level object
 /// (the document-hash rule) without copying the document.
 pub(crate) fn jcs_excluding(
@@ -97,31 +103,47 @@ fn jcs_object(
 ) -> Result<(), WriteError> {
     let depth = enter(depth)?;
     out.push(b'{');
+    let start = out.len();
+    // The map's order (UTF-8 bytes) is UTF-16 order unless a key holds a character in
+    // U+E000..=U+FFFF or outside the BMP: write in map order, and start over in UTF-16 order
+    // only when such a key shows up (rarely), instead of looking at every key first.
     let mut first = true;
-    let mut member = |k: &str, v: &Value, out: &mut Vec<u8>| {
-        if excluded.contains(&k) {
-            return Ok(());
-        }
-        if !std::mem::take(&mut first) {
-            out.push(b',');
-        }
-        jcs_string(k, out);
-        out.push(b':');
-        jcs_value(v, out, depth)
-    };
-    if needs_utf16_sort(map) {
+    let mut high = false;
+    for (k, v) in map {
+        high |= has_high_lead(k.as_bytes());
+        jcs_member(k, v, excluded, &mut first, out, depth)?;
+    }
+    if high && map.len() > 1 {
+        out.truncate(start);
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_by(|a, b| utf16_order(a.0, b.0));
+        let mut first = true;
         for (k, v) in entries {
-            member(k, v, out)?;
-        }
-    } else {
-        for (k, v) in map {
-            member(k, v, out)?;
+            jcs_member(k, v, excluded, &mut first, out, depth)?;
         }
     }
     out.push(b'}');
     Ok(())
+}
+
+/// Writes `"k":v` (after a comma unless it is the first), unless `k` is excluded.
+fn jcs_member(
+    k: &str,
+    v: &Value,
+    excluded: &[&str],
+    first: &mut bool,
+    out: &mut Vec<u8>,
+    depth: usize,
+) -> Result<(), WriteError> {
+    if excluded.contains(&k) {
+        return Ok(());
+    }
+    if !std::mem::take(first) {
+        out.push(b',');
+    }
+    jcs_string(k, out);
+    out.push(b':');
+    jcs_value(v, out, depth)
 }
 
 /// Writes a number as JCS does (integers beyond ±(2^53 − 1) are refused).
@@ -171,37 +193,52 @@ pub(crate) fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// UTF-8 byte order (the map's order) equals UTF-16 code-unit order unless a key holds a
-/// character in U+E000..=U+FFFF (lead byte 0xEE/0xEF) or outside the BMP (lead byte ≥ 0xF0).
-fn needs_utf16_sort(map: &Map) -> bool {
-    // Eight bytes at a time: a word without any high bit is ASCII, so below 0xEE.
-    let has_high_lead = |key: &String| {
-        let mut chunks = key.as_bytes().chunks_exact(8);
-        chunks.any(|chunk| {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            u64::from_le_bytes(word) & 0x8080_8080_8080_8080 != 0
-                && chunk.iter().any(|&b| b >= 0xEE)
-        }) || chunks.remainder().iter().any(|&b| b >= 0xEE)
-    };
-    map.len() > 1 && map.keys().any(has_high_lead)
+/// True when `bytes` hold a lead byte 0xEE or above: a character in U+E000..=U+FFFF or outside
+/// the BMP, where UTF-8 byte order and UTF-16 code-unit order part. Eight bytes at a time: for
+/// a byte with its high bit set, its low seven bits plus 0x12 reach 0x80 exactly when the byte
+/// is 0xEE or more, and never carry into the next byte.
+fn has_high_lead(bytes: &[u8]) -> bool {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let high = |word: u64| ((word & LOW7) + 0x1212_1212_1212_1212) & word & HIGHS != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    chunks.any(|chunk| high(word_of(chunk))) || chunks.remainder().iter().any(|&b| b >= 0xEE)
+}
+
+/// Up to eight bytes as a little-endian word, padded with spaces (neither a stop byte nor a
+/// high lead byte).
+fn word_of(bytes: &[u8]) -> u64 {
+    if let Ok(word) = <[u8; 8]>::try_from(bytes) {
+        return u64::from_le_bytes(word);
+    }
+    let mut word = [b' '; 8];
+    for (slot, &b) in word.iter_mut().zip(bytes) {
+        *slot = b;
+    }
+    u64::from_le_bytes(word)
 }
 
 pub(crate) fn jcs_string(s: &str, out: &mut Vec<u8>) {
-    out.push(b'"');
     let bytes = s.as_bytes();
-    // Most strings need no escaping: check eight bytes at a time, the loop below does not.
+    // Most strings need no escaping: check eight bytes at a time, the last few by table. The
+    // escaping loop is a function of its own, so this common path stays small enough to inline.
     let mut chunks = bytes.chunks_exact(8);
-    let clean = chunks.all(|chunk| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        !word_has_stop(u64::from_le_bytes(word))
-    }) && !chunks.remainder().iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
-    if clean {
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-        return;
+    let clean = !chunks.any(|chunk| word_has_stop(word_of(chunk)))
+        && !chunks.remainder().iter().any(|&b| STRING_STOP[usize::from(b)]);
+    if !clean {
+        return jcs_escaped_string(bytes, out);
     }
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(bytes);
+    out.push(b'"');
+}
+
+/// [`jcs_string`] for text with a `"`, `\` or control character.
+#[cold]
+#[inline(never)]
+fn jcs_escaped_string(bytes: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
     let mut run_start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape: &[u8] = match b {

@@ -19,7 +19,7 @@
 //! `validTo`, and revoked from `revokedAt` itself on (`signedAt >= revokedAt`).
 
 use canonical_json::digest::{document_hash, jcs_hash_without};
-use canonical_json::{Map, Value, WriteError, to_jcs};
+use canonical_json::{Map, Value, WriteError, write_jcs, write_jcs_str};
 
 use crate::b64;
 use crate::keys::{Alg, KeyRecord, KeySet, SigningKey};
@@ -187,15 +187,23 @@ pub fn signing_input(
     signed_at: &str,
     kind: Option<&Value>,
 ) -> Result<Vec<u8>, WriteError> {
-    let mut header = Map::new();
-    header.insert("alg".into(), alg.into());
-    header.insert("hash".into(), hash.into());
-    header.insert("kid".into(), kid.into());
-    header.insert("signedAt".into(), signed_at.into());
+    // The header's members written in place, in JCS key order (alg < hash < kid < kind <
+    // signedAt, ASCII keys): no map is built for five members on every verification.
+    let mut out = Vec::with_capacity(96 + alg.len() + hash.len() + kid.len() + signed_at.len());
+    out.extend_from_slice(b"{\"alg\":");
+    write_jcs_str(alg, &mut out);
+    out.extend_from_slice(b",\"hash\":");
+    write_jcs_str(hash, &mut out);
+    out.extend_from_slice(b",\"kid\":");
+    write_jcs_str(kid, &mut out);
     if let Some(kind) = kind.filter(|k| truthy(k)) {
-        header.insert("kind".into(), kind.clone());
+        out.extend_from_slice(b",\"kind\":");
+        write_jcs(kind, &mut out)?;
     }
-    to_jcs(&Value::Object(header))
+    out.extend_from_slice(b",\"signedAt\":");
+    write_jcs_str(signed_at, &mut out);
+    out.push(b'}');
+    Ok(out)
 }
 
 /// Signs a hash: returns the Signature object `{alg, kid, sig, signedAt}`.

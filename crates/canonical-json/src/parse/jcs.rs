@@ -12,12 +12,98 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use super::{Limits, Parser};
-use crate::value::Value;
-use crate::write::{MAX_WRITE_DEPTH, jcs_number, jcs_string, utf16_order};
+use crate::value::{Integer, Number, Value};
+use crate::write::{MAX_SAFE_INTEGER, MAX_WRITE_DEPTH, jcs_number, jcs_string, utf16_order};
 
 /// The pass gave up: the slow path will tell why (or that there was nothing wrong).
 #[derive(Debug)]
 pub(crate) struct GiveUp;
+
+/// Where the pass writes: a growing `Vec`, or a caller's fixed buffer (a large output then
+/// lands in memory the caller prepared, huge pages say, instead of a fresh heap block).
+pub(crate) trait Out {
+    fn len(&self) -> usize;
+    fn push(&mut self, byte: u8);
+    fn extend(&mut self, bytes: &[u8]);
+    fn truncate(&mut self, len: usize);
+    /// The bytes written from `start` on.
+    fn tail(&self, start: usize) -> &[u8];
+    /// Writes `input[start..end]`.
+    fn copy(&mut self, input: &[u8], start: usize, end: usize) {
+        self.extend(input.get(start..end).unwrap_or_default());
+    }
+}
+
+impl Out for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+    fn extend(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn truncate(&mut self, len: usize) {
+        Vec::truncate(self, len);
+    }
+    fn tail(&self, start: usize) -> &[u8] {
+        self.get(start..).unwrap_or_default()
+    }
+}
+
+/// A caller's buffer, filled from the start. Bytes that do not fit are dropped and `full` is
+/// set: the pass then reports [`GiveUp`] and the caller learns the buffer was too small.
+pub(crate) struct Fixed<'b> {
+    pub(crate) buf: &'b mut [u8],
+    pub(crate) len: usize,
+    pub(crate) full: bool,
+}
+
+impl Out for Fixed<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn push(&mut self, byte: u8) {
+        match self.buf.get_mut(self.len) {
+            Some(slot) => {
+                *slot = byte;
+                self.len += 1;
+            }
+            None => self.full = true,
+        }
+    }
+    fn extend(&mut self, bytes: &[u8]) {
+        let end = self.len + bytes.len();
+        match self.buf.get_mut(self.len..end) {
+            Some(slots) => {
+                slots.copy_from_slice(bytes);
+                self.len = end;
+            }
+            None => self.full = true,
+        }
+    }
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+    fn tail(&self, start: usize) -> &[u8] {
+        self.buf.get(start..self.len).unwrap_or_default()
+    }
+    /// Short runs (most strings and numbers) are copied as one 16-byte move where both
+    /// buffers have room: the bytes past `end` land beyond `len`, where the next write goes.
+    fn copy(&mut self, input: &[u8], start: usize, end: usize) {
+        const WIDE: usize = 16;
+        if end - start <= WIDE
+            && let (Some(from), Some(to)) =
+                (input.get(start..start + WIDE), self.buf.get_mut(self.len..self.len + WIDE))
+        {
+            to.copy_from_slice(from);
+            self.len += end - start;
+            return;
+        }
+        self.extend(input.get(start..end).unwrap_or_default());
+    }
+}
 
 impl From<super::ParseError> for GiveUp {
     fn from(_: super::ParseError) -> GiveUp {
@@ -33,24 +119,31 @@ struct Member<'a> {
     end: usize,
 }
 
-struct Canon<'a> {
+struct Canon<'a, O> {
     parser: Parser<'a>,
     max_depth: usize,
-    out: Vec<u8>,
+    out: O,
     /// Members of the objects being written, innermost last.
     members: Vec<Member<'a>>,
     /// Where an object's members are copied while they are put in order.
     scratch: Vec<u8>,
     /// Member indices in key order.
     order: Vec<usize>,
+    /// Where a string with escapes or a number is written before it is copied to `out`.
+    piece: Vec<u8>,
 }
 
 /// The JCS bytes of `input` if it is valid and JCS can write it; `Err(GiveUp)` otherwise.
 pub(crate) fn to_jcs_bytes(input: &[u8], limits: Limits) -> Result<Vec<u8>, GiveUp> {
+    write_jcs_bytes(input, limits, Vec::with_capacity(input.len()))
+}
+
+/// [`to_jcs_bytes`] into `out`.
+pub(crate) fn write_jcs_bytes<O: Out>(input: &[u8], limits: Limits, out: O) -> Result<O, GiveUp> {
     if input.len() > limits.max_bytes {
         return Err(GiveUp);
     }
-    let text = std::str::from_utf8(input).map_err(|_| GiveUp)?;
+    let text = crate::scan::utf8(input).ok_or(GiveUp)?;
     let mut canon = Canon {
         parser: Parser {
             input,
@@ -61,10 +154,11 @@ pub(crate) fn to_jcs_bytes(input: &[u8], limits: Limits) -> Result<Vec<u8>, Give
         },
         // The writer refuses nesting at MAX_WRITE_DEPTH; stay well inside both limits.
         max_depth: limits.max_depth.min(MAX_WRITE_DEPTH - 1),
-        out: Vec::with_capacity(input.len()),
+        out,
         members: Vec::new(),
         scratch: Vec::new(),
         order: Vec::new(),
+        piece: Vec::new(),
     };
     canon.parser.skip_ws();
     canon.value(0)?;
@@ -75,7 +169,7 @@ pub(crate) fn to_jcs_bytes(input: &[u8], limits: Limits) -> Result<Vec<u8>, Give
     Ok(canon.out)
 }
 
-impl<'a> Canon<'a> {
+impl<'a, O: Out> Canon<'a, O> {
     fn value(&mut self, depth: usize) -> Result<(), GiveUp> {
         match self.parser.peek() {
             Some(b'{') => self.object(depth + 1),
@@ -95,14 +189,27 @@ impl<'a> Canon<'a> {
             return Err(GiveUp);
         }
         self.parser.pos += literal.len();
-        self.out.extend_from_slice(literal);
+        self.out.extend(literal);
         Ok(())
     }
 
     fn number(&mut self) -> Result<(), GiveUp> {
+        let start = self.parser.pos;
         let Value::Number(number) = self.parser.number()? else { return Err(GiveUp) };
+        if let Number::Int(Integer::Small(n)) = number
+            && n != 0
+            && n.unsigned_abs() <= MAX_SAFE_INTEGER.unsigned_abs()
+        {
+            // A JSON integer has no leading zero, sign `+` or exponent: apart from `-0`, its
+            // text is what JCS writes.
+            self.out.copy(self.parser.input, start, self.parser.pos);
+            return Ok(());
+        }
         // Integers beyond ±(2^53 − 1) are a write error: the slow path reports it.
-        jcs_number(&number, &mut self.out).map_err(|_| GiveUp)
+        self.piece.clear();
+        jcs_number(&number, &mut self.piece).map_err(|_| GiveUp)?;
+        self.out.extend(&self.piece);
+        Ok(())
     }
 
     /// Writes the string at `pos` (a value: its text is not needed).
@@ -113,13 +220,78 @@ impl<'a> Canon<'a> {
         if self.parser.peek() == Some(b'"') {
             // No escape, and the whole input is valid UTF-8: copy it as it stands.
             self.parser.pos += 1;
-            self.out.extend_from_slice(&self.parser.input[start - 1..self.parser.pos]);
+            self.out.copy(self.parser.input, start - 1, self.parser.pos);
             return Ok(());
         }
-        self.parser.pos = start - 1;
-        let text = self.parser.string()?;
-        jcs_string(&text, &mut self.out);
+        // Escapes: JCS writes the same text with its own escapes, so the string is rewritten
+        // escape by escape instead of decoded and encoded again.
+        self.out.push(b'"');
+        let mut run = start;
+        loop {
+            self.out.copy(self.parser.input, run, self.parser.pos);
+            match self.parser.peek() {
+                Some(b'"') => {
+                    self.parser.pos += 1;
+                    self.out.push(b'"');
+                    return Ok(());
+                }
+                Some(b'\\') => self.escape()?,
+                // A control character or the end of input: the slow path says which.
+                _ => return Err(GiveUp),
+            }
+            run = self.parser.pos;
+            self.parser.skip_plain();
+        }
+    }
+
+    /// Writes the escape at `pos` (a `\`) as JCS writes the character it stands for.
+    fn escape(&mut self) -> Result<(), GiveUp> {
+        let Some(&b) = self.parser.input.get(self.parser.pos + 1) else { return Err(GiveUp) };
+        self.parser.pos += 2;
+        let c = match b {
+            // Kept as they are: JCS escapes these the same way.
+            b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                self.out.extend(&[b'\\', b]);
+                return Ok(());
+            }
+            b'/' => '/',
+            b'u' => self.unicode_escape()?,
+            _ => return Err(GiveUp),
+        };
+        if u32::from(c) < 0x20 || c == '"' || c == '\\' {
+            let mut utf8 = [0u8; 4];
+            self.piece.clear();
+            jcs_string(c.encode_utf8(&mut utf8), &mut self.piece);
+            // Without the quotes `jcs_string` puts around it.
+            let escaped = self.piece.get(1..self.piece.len() - 1).ok_or(GiveUp)?;
+            self.out.extend(escaped);
+        } else {
+            self.out.extend(c.encode_utf8(&mut [0u8; 4]).as_bytes());
+        }
         Ok(())
+    }
+
+    /// The character of the `\uXXXX` escape (or surrogate pair) just after `pos`, which is
+    /// moved past it; a lone surrogate gives up.
+    fn unicode_escape(&mut self) -> Result<char, GiveUp> {
+        let first = self.parser.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                let pos = self.parser.pos;
+                if self.parser.input.get(pos..pos + 2) != Some(b"\\u") {
+                    return Err(GiveUp);
+                }
+                self.parser.pos += 2;
+                let second = self.parser.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return Err(GiveUp);
+                }
+                0x10000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(second) - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(GiveUp),
+            _ => u32::from(first),
+        };
+        char::from_u32(code).ok_or(GiveUp)
     }
 
     /// Writes the string at `pos` and returns its decoded text (a key).
@@ -131,12 +303,14 @@ impl<'a> Canon<'a> {
             // No escape: the text is a slice of the input, and JCS writes it unchanged.
             let run = self.parser.plain_run(start)?;
             self.parser.pos += 1;
-            self.out.extend_from_slice(&self.parser.input[start - 1..self.parser.pos]);
+            self.out.copy(self.parser.input, start - 1, self.parser.pos);
             return Ok(Cow::Borrowed(run));
         }
         self.parser.pos = start - 1;
         let text = self.parser.string()?;
-        jcs_string(&text, &mut self.out);
+        self.piece.clear();
+        jcs_string(&text, &mut self.piece);
+        self.out.extend(&self.piece);
         Ok(Cow::Owned(text))
     }
 
@@ -243,14 +417,15 @@ impl<'a> Canon<'a> {
             return Err(GiveUp);
         }
         self.scratch.clear();
-        self.scratch.extend_from_slice(&self.out[begin..]);
+        self.scratch.extend_from_slice(self.out.tail(begin));
         self.out.truncate(begin);
         for (i, &m) in self.order.iter().enumerate() {
             if i > 0 {
                 self.out.push(b',');
             }
             let member = &members[m];
-            self.out.extend_from_slice(&self.scratch[member.start - begin..member.end - begin]);
+            let bytes = self.scratch.get(member.start - begin..member.end - begin);
+            self.out.extend(bytes.ok_or(GiveUp)?);
         }
         Ok(())
     }

@@ -127,9 +127,9 @@ pub fn skim<'a>(
     wanted: &Wanted,
     found: &mut [Option<&'a [u8]>],
 ) -> Result<(), ParseError> {
-    match std::str::from_utf8(input) {
-        Ok(text) => skim_text(text, limits, wanted, found),
-        Err(_) => {
+    match crate::scan::utf8(input) {
+        Some(text) => skim_text(text, limits, wanted, found),
+        None => {
             found.iter_mut().for_each(|f| *f = None);
             // The parser reports the first error in document order (perhaps before the bytes).
             parse_with(input, limits).map(drop)

@@ -1,11 +1,12 @@
 //! The fast parser against the reference parser it replaced (`reference.rs`) and against
 //! serde_json: same values (floats compared bit for bit), same refusals, same offsets. And the
-//! one-pass `canonicalize` against `parse_with` then `to_jcs`: same bytes, same errors. And
+//! one-pass `canonicalize` (and `canonicalize_into`, with buffers of every interesting size)
+//! against `parse_with` then `to_jcs`: same bytes, same errors. And
 //! `skim` against `parse_with`: same acceptance, same errors, the same top-level members.
 
 use canonical_json::{
-    CanonicalizeError, Limits, ParseError, Value, canonicalize, parse_with, to_jcs,
-    to_python_compact,
+    CanonicalizeError, Limits, ParseError, Value, canonicalize, canonicalize_into, parse_with,
+    to_jcs, to_python_compact,
 };
 use proptest::prelude::*;
 
@@ -20,7 +21,39 @@ fn assert_same(input: &[u8], limits: Limits) -> Result<(), TestCaseError> {
     let ours = parse_with(input, limits);
     let theirs = reference::parse_with(input, limits);
     prop_assert_eq!(outcome(&ours), outcome(&theirs), "input {:?}", String::from_utf8_lossy(input));
+    assert_same_canon(input, limits, theirs)?;
     assert_same_skim(input, limits, &ours)
+}
+
+/// The one-pass writers give `to_jcs` of the parsed value, or the parser's or writer's error:
+/// `canonicalize`, and `canonicalize_into` a roomy buffer, one of exactly the right size (no
+/// room for its wide copies at the end) and one a byte too small (`None`).
+fn assert_same_canon(
+    input: &[u8],
+    limits: Limits,
+    parsed: Result<Value, ParseError>,
+) -> Result<(), TestCaseError> {
+    let two_steps = parsed
+        .map_err(CanonicalizeError::Parse)
+        .and_then(|v| to_jcs(&v).map_err(CanonicalizeError::Write));
+    let text = String::from_utf8_lossy(input);
+    prop_assert_eq!(&canonicalize(input, limits), &two_steps, "input {:?}", text);
+    let into = |size: usize| {
+        let mut buf = vec![0xAA; size];
+        canonicalize_into(input, limits, &mut buf).map(|n| n.map(|n| buf[..n].to_vec()))
+    };
+    match &two_steps {
+        Ok(bytes) => {
+            let expected = Ok(Some(bytes.clone()));
+            prop_assert_eq!(&into(bytes.len() + 64), &expected, "input {:?}", text);
+            prop_assert_eq!(&into(bytes.len()), &expected, "input {:?}", text);
+            if let Some(short) = bytes.len().checked_sub(1) {
+                prop_assert_eq!(into(short), Ok(None), "input {:?}", text);
+            }
+        }
+        Err(e) => prop_assert_eq!(into(input.len() + 64), Err(e.clone()), "input {:?}", text),
+    }
+    Ok(())
 }
 
 /// `skim` accepts what the parser accepts, refuses with the parser's error, and finds the raw
@@ -179,6 +212,49 @@ proptest! {
         } else {
             format!("{}{digits}", if negative { "-" } else { "" })
         };
+        assert_same(text.as_bytes(), Limits::default())?;
+    }
+
+    /// Strings written with every escape JSON allows, chosen per character, as values and
+    /// keys: the one-pass writer rewrites escapes without decoding the string.
+    #[test]
+    fn same_outcome_on_strings_with_any_escapes(
+        chars in prop::collection::vec((any::<char>(), 0u8..4), 0..24),
+        as_key in any::<bool>(),
+    ) {
+        let mut literal = String::from("\"");
+        for (c, style) in &chars {
+            let short = match c {
+                '"' => Some("\\\""),
+                '\\' => Some("\\\\"),
+                '/' => Some("\\/"),
+                '\u{8}' => Some("\\b"),
+                '\u{c}' => Some("\\f"),
+                '\n' => Some("\\n"),
+                '\r' => Some("\\r"),
+                '\t' => Some("\\t"),
+                _ => None,
+            };
+            let must_escape = u32::from(*c) < 0x20 || *c == '"' || *c == '\\';
+            match (style, short) {
+                (0, Some(short)) => literal.push_str(short),
+                (0 | 1, _) if !must_escape => literal.push(*c),
+                (2, _) => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        literal.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                _ => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        literal.push_str(&format!("\\u{unit:04X}"));
+                    }
+                }
+            }
+        }
+        literal.push('"');
+        let text = if as_key { format!("{{{literal}:0,\"m\":1}}") } else { format!("[{literal},{literal}]") };
         assert_same(text.as_bytes(), Limits::default())?;
     }
 

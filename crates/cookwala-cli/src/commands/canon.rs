@@ -4,23 +4,42 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use canonical_json::{CanonicalizeError, Limits, canonicalize, digest};
+use canonical_json::{CanonicalizeError, Limits, canonicalize, canonicalize_into, digest};
 
-use crate::input::{display, read_bytes, read_json};
+use crate::input::{Bytes, display, huge_buffer, read_json, read_large};
 
 /// Writes the RFC 8785 bytes of the document (no trailing newline).
 ///
 /// One pass from text to bytes (`canonical_json::canonicalize`): no value tree is built, which
-/// is most of the time and memory on large documents. Errors read as before: a parse error is
-/// "not valid JSON", a document JCS cannot write names the file.
+/// is most of the time and memory on large documents. A large document is read into, and
+/// written from, [`huge_buffer`] memory: page faults otherwise cost as much as the pass itself.
+/// Errors read as before: a parse error is "not valid JSON", a document JCS cannot write
+/// names the file.
 pub fn canon(path: &Path) -> Result<()> {
-    let input = read_bytes(path)?;
+    let input = read_large(path)?;
+    let failed = |e: CanonicalizeError| match e {
+        CanonicalizeError::Parse(e) => {
+            Err::<(), _>(e).with_context(|| format!("{} is not valid JSON", display(path)))
+        }
+        CanonicalizeError::Write(e) => Err(e).with_context(|| display(path)),
+    };
+    if matches!(input, Bytes::Mapped(_)) {
+        // Canonical bytes are the input less its whitespace, unless numbers grow (`1e20`):
+        // when they do not fit, the ordinary path below writes them.
+        let mut out = huge_buffer(input.len() + 4096).context("cannot allocate memory")?;
+        match canonicalize_into(&input, Limits::default(), &mut out) {
+            Ok(Some(len)) => {
+                drop(input);
+                let bytes = out.get(..len).unwrap_or_default();
+                return write_stdout(bytes).context("cannot write to stdout");
+            }
+            Ok(None) => {}
+            Err(e) => return failed(e),
+        }
+    }
     let bytes = match canonicalize(&input, Limits::default()) {
         Ok(bytes) => bytes,
-        Err(CanonicalizeError::Parse(e)) => {
-            return Err(e).with_context(|| format!("{} is not valid JSON", display(path)));
-        }
-        Err(CanonicalizeError::Write(e)) => return Err(e).with_context(|| display(path)),
+        Err(e) => return failed(e),
     };
     drop(input);
     write_stdout(&bytes).context("cannot write to stdout")

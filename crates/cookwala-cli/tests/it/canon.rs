@@ -70,3 +70,38 @@ fn oversized_input_is_refused_without_reading_it_all() {
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("input larger than 67108864 bytes"), "{}", stderr(&out));
 }
+
+/// Files of 4 MiB and more are read into, and written from, prepared memory: the bytes are
+/// the library's, whether the output fits the buffer sized from the input (whitespace goes
+/// away) or not (`1e20` grows to 21 digits), and errors read as for small files.
+#[test]
+fn large_files_give_the_same_bytes_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let member = "{ \"z\": [1.5, -0.0, \"tab\\there \\u00e9 \\ud83d\\ude00 \\/\"], \"a\": 17 },\n";
+    let pretty = format!("[\n{}{{}}\n]", member.repeat(4 * 1024 * 1024 / member.len() + 1));
+    let growing = format!("[{}1e20]", "1e20,".repeat(4 * 1024 * 1024 / 5 + 1));
+    let mut too_large = growing.clone().into_bytes();
+    too_large.resize(64 * 1024 * 1024 + 1, b' ');
+    for (name, text) in [("pretty.json", pretty.as_bytes()), ("growing.json", growing.as_bytes())] {
+        assert!(text.len() >= 4 << 20, "{name} is {} bytes", text.len());
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let out = cookwala(dir.path(), &["canon", name]);
+        assert_exit(&out, 0);
+        let expected = canonical_json::canonicalize(text, canonical_json::Limits::default());
+        assert!(out.stdout == expected.unwrap(), "{name}: other bytes than the library's");
+    }
+    let mut broken = pretty.clone().into_bytes();
+    let at = broken.len() - 3;
+    broken[at] = b',';
+    std::fs::write(dir.path().join("broken.json"), &broken).unwrap();
+    std::fs::write(dir.path().join("huge.json"), &too_large).unwrap();
+    for (name, message) in [
+        ("broken.json", "broken.json is not valid JSON"),
+        ("huge.json", "input larger than 67108864 bytes"),
+    ] {
+        let out = cookwala(dir.path(), &["canon", name]);
+        assert_exit(&out, 1);
+        assert!(out.stdout.is_empty(), "no partial output");
+        assert!(stderr(&out).contains(message), "{message}: {}", stderr(&out));
+    }
+}

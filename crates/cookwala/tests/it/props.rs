@@ -103,6 +103,43 @@ fn sms_text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
+    /// The signing header written in place is the JCS of the header object, for any member
+    /// texts (escapes, non-ASCII) and any `kind`, truthy or not.
+    #[test]
+    fn signing_input_is_the_jcs_of_the_header(
+        hash in "\\PC{0,12}",
+        kid in "\\PC{0,12}",
+        alg in "\\PC{0,6}",
+        signed_at in "[\"\\\\\u{0}-\u{1f}a-z\u{e9}\u{e000}\u{1f600}]{0,8}",
+        kind in prop::option::of(value()),
+    ) {
+        let mut header = Map::new();
+        header.insert("alg".into(), alg.as_str().into());
+        header.insert("hash".into(), hash.as_str().into());
+        header.insert("kid".into(), kid.as_str().into());
+        header.insert("signedAt".into(), signed_at.as_str().into());
+        if let Some(kind) = kind.as_ref().filter(|k| cookwala_truthy(k)) {
+            header.insert("kind".into(), kind.clone());
+        }
+        let expected = canonical_json::to_jcs(&Value::Object(header));
+        let ours = cookwala::signature::signing_input(&hash, &kid, &alg, &signed_at, kind.as_ref());
+        prop_assert_eq!(ours, expected);
+    }
+}
+
+/// Python truthiness, as the header's `kind` rule reads it.
+fn cookwala_truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.to_f64() != 0.0,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(m) => !m.is_empty(),
+    }
+}
+
+proptest! {
     #[test]
     fn sms_parsing_never_panics_and_always_has_a_wire_shape(text in sms_text()) {
         let parsed = cookwala::sms::parse(&text);
