@@ -220,17 +220,28 @@ fn word_of(bytes: &[u8]) -> u64 {
 
 pub(crate) fn jcs_string(s: &str, out: &mut Vec<u8>) {
     let bytes = s.as_bytes();
-    // Most strings need no escaping: check eight bytes at a time, the last few by table. The
-    // escaping loop is a function of its own, so this common path stays small enough to inline.
-    let mut chunks = bytes.chunks_exact(8);
-    let clean = !chunks.any(|chunk| word_has_stop(word_of(chunk)))
-        && !chunks.remainder().iter().any(|&b| STRING_STOP[usize::from(b)]);
-    if !clean {
-        return jcs_escaped_string(bytes, out);
-    }
+    // Most strings need no escaping: they are checked and copied in one go, eight bytes at a
+    // time (a fixed-size copy, no call), the last few by table. At the first byte that needs
+    // an escape the string is written again by the escaping loop, a function of its own.
+    let start = out.len();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    out.extend_from_slice(bytes);
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let word = word_of(chunk);
+        if word_has_stop(word) {
+            out.truncate(start);
+            return jcs_escaped_string(bytes, out);
+        }
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for &b in chunks.remainder() {
+        if STRING_STOP[usize::from(b)] {
+            out.truncate(start);
+            return jcs_escaped_string(bytes, out);
+        }
+        out.push(b);
+    }
     out.push(b'"');
 }
 

@@ -62,12 +62,9 @@ pub fn read_large(path: &Path) -> Result<Bytes> {
     }
     let mut file =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let size = file.metadata().map(|meta| (meta.is_file(), meta.len()));
-    let len = match size {
-        Ok((true, len)) if (LARGE_INPUT_BYTES..=MAX_INPUT_BYTES as u64).contains(&len) => len,
-        _ => return read_bytes(path).map(Bytes::Heap),
+    let Some(len) = file.metadata().ok().and_then(|meta| large_size(&meta)) else {
+        return read_bytes(path).map(Bytes::Heap);
     };
-    let len = usize::try_from(len).context("file size")?;
     let mut map = huge_buffer(len).context("cannot allocate memory for the document")?;
     file.read_exact(&mut map).with_context(|| format!("cannot read {}", path.display()))?;
     // A file that grew while it was read is read again the ordinary way (with the limit).
@@ -75,6 +72,17 @@ pub fn read_large(path: &Path) -> Result<Bytes> {
         return read_bytes(path).map(Bytes::Heap);
     }
     Ok(Bytes::Mapped(map))
+}
+
+/// The size of `path` when [`read_large`] would read it into [`huge_buffer`] memory.
+pub fn large_file_size(path: &Path) -> Option<usize> {
+    std::fs::metadata(path).ok().and_then(|meta| large_size(&meta))
+}
+
+fn large_size(meta: &std::fs::Metadata) -> Option<usize> {
+    let large =
+        meta.is_file() && (LARGE_INPUT_BYTES..=MAX_INPUT_BYTES as u64).contains(&meta.len());
+    large.then(|| usize::try_from(meta.len()).ok()).flatten()
 }
 
 /// `len` bytes of zeroed anonymous memory, on Linux advised to transparent huge pages and
