@@ -86,8 +86,33 @@ fn serve_imports_a_legacy_token_and_refuses_a_bad_tokens_file() {
     assert!(child.wait().unwrap().success());
 }
 
+/// A `cookwala serve` child that is killed and reaped when it goes out of scope, so a failing
+/// assertion does not leave a server running.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        // Already ended (a test waited for it): both calls fail harmlessly.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Reaped {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
 struct Server {
-    child: std::process::Child,
+    child: Reaped,
     addr: SocketAddr,
     _stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
 }
@@ -95,15 +120,17 @@ struct Server {
 /// `cookwala serve` on port 0 with `--data DATA` and `args`, without the token variable of
 /// the environment; returns once it has printed the address it listens on.
 fn launch(data: &std::path::Path, args: &[&str]) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--data"])
-        .arg(data)
-        .args(args)
-        .env_remove("COOKWALA_HUB_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .args(args)
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let addr = first
@@ -210,14 +237,14 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
             .spawn()
             .unwrap()
     };
-    let mut child = serve(&[
+    let mut child = Reaped(serve(&[
         "--bundle".as_ref(),
         bundle.as_os_str(),
         "--recipes".as_ref(),
         rdir.as_os_str(),
         "--device".as_ref(),
         arm.as_os_str(),
-    ]);
+    ]));
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
@@ -245,12 +272,12 @@ fn serve_loads_a_bundle_folders_and_a_device_file() {
     child.wait().unwrap();
 
     // --device by a loaded id.
-    let mut child = serve(&[
+    let mut child = Reaped(serve(&[
         "--bundle".as_ref(),
         bundle.as_os_str(),
         "--device".as_ref(),
         "bundle-oven".as_ref(),
-    ]);
+    ]));
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
     let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
@@ -288,17 +315,19 @@ fn serve_signs_its_conformance_report_with_the_key_it_publishes() {
     let data = dir.path().join("data");
     let trusted = vectors.join("keys/report-test-keys.json");
     let run = |data: &std::path::Path| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
-            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token-0", "--data"])
-            .arg(data)
-            .arg("--conformance")
-            .arg(&vectors)
-            .arg("--keys")
-            .arg(&trusted)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Reaped(
+            Command::new(env!("CARGO_BIN_EXE_cookwala"))
+                .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token-0", "--data"])
+                .arg(data)
+                .arg("--conformance")
+                .arg(&vectors)
+                .arg("--keys")
+                .arg(&trusted)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let first = lines.next().unwrap().unwrap();
         let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
