@@ -250,8 +250,10 @@ pub(crate) fn finite(v: &Value) -> Option<f64> {
     }
 }
 
-/// Python truthiness of a JSON value.
-pub(crate) fn truthy(v: &Value) -> bool {
+/// Python truthiness of a JSON value, the rule the reference applies wherever it tests a
+/// member with `if x` (a signature's presence, a header's `kind`, a flag): `null`, `false`, `0`,
+/// `""`, `[]` and `{}` are false.
+pub fn truthy(v: &Value) -> bool {
     match v {
         Value::Null => false,
         Value::Bool(b) => *b,

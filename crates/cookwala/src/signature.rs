@@ -22,6 +22,7 @@ use canonical_json::digest::{document_hash, jcs_hash_without};
 use canonical_json::{Map, Value, WriteError, write_jcs, write_jcs_str};
 
 use crate::b64;
+pub(crate) use crate::envelope::truthy;
 use crate::keys::{Alg, KeyRecord, KeySet, SigningKey};
 use crate::time::{Instant, parse_timestamp};
 
@@ -77,18 +78,6 @@ impl SignedKind {
             SignedKind::Event => Some(Value::from("Event")),
             SignedKind::Checkpoint => Some(Value::from("Checkpoint")),
         }
-    }
-}
-
-/// Python truthiness of a JSON value.
-pub(crate) fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.to_f64() != 0.0,
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
     }
 }
 

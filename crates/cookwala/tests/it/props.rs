@@ -118,24 +118,12 @@ proptest! {
         header.insert("hash".into(), hash.as_str().into());
         header.insert("kid".into(), kid.as_str().into());
         header.insert("signedAt".into(), signed_at.as_str().into());
-        if let Some(kind) = kind.as_ref().filter(|k| cookwala_truthy(k)) {
+        if let Some(kind) = kind.as_ref().filter(|k| cookwala::envelope::truthy(k)) {
             header.insert("kind".into(), kind.clone());
         }
         let expected = canonical_json::to_jcs(&Value::Object(header));
         let ours = cookwala::signature::signing_input(&hash, &kid, &alg, &signed_at, kind.as_ref());
         prop_assert_eq!(ours, expected);
-    }
-}
-
-/// Python truthiness, as the header's `kind` rule reads it.
-fn cookwala_truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.to_f64() != 0.0,
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
     }
 }
 
