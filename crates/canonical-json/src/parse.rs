@@ -493,30 +493,7 @@ impl<'a> Parser<'a> {
             b'n' => '\n',
             b'r' => '\r',
             b't' => '\t',
-            b'u' => {
-                let escape_offset = self.pos - 2;
-                let lone =
-                    ParseError { kind: ParseErrorKind::LoneSurrogate, offset: escape_offset };
-                let first = self.hex4()?;
-                match first {
-                    0xD800..=0xDBFF => {
-                        if self.input.get(self.pos..self.pos + 2) != Some(b"\\u") {
-                            return Err(lone);
-                        }
-                        self.pos += 2;
-                        let second = self.hex4()?;
-                        if !(0xDC00..=0xDFFF).contains(&second) {
-                            return Err(lone);
-                        }
-                        let code = 0x10000
-                            + ((u32::from(first) - 0xD800) << 10)
-                            + (u32::from(second) - 0xDC00);
-                        char::from_u32(code).ok_or(lone)?
-                    }
-                    0xDC00..=0xDFFF => return Err(lone),
-                    _ => char::from_u32(u32::from(first)).ok_or(lone)?,
-                }
-            }
+            b'u' => self.unicode_escape()?,
             _ => {
                 self.pos -= 1;
                 return Err(self.error(ParseErrorKind::InvalidEscape));
@@ -524,6 +501,29 @@ impl<'a> Parser<'a> {
         };
         out.push(c);
         Ok(())
+    }
+
+    /// The character of the `\uXXXX` escape (or surrogate pair) whose `\u` ends at `pos`;
+    /// `pos` moves past it. A lone or reversed surrogate is refused at the escape's offset.
+    fn unicode_escape(&mut self) -> Result<char, ParseError> {
+        let lone = ParseError { kind: ParseErrorKind::LoneSurrogate, offset: self.pos - 2 };
+        let first = self.hex4()?;
+        let code = match first {
+            0xD800..=0xDBFF => {
+                if self.input.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                    return Err(lone);
+                }
+                self.pos += 2;
+                let second = self.hex4()?;
+                if !(0xDC00..=0xDFFF).contains(&second) {
+                    return Err(lone);
+                }
+                0x10000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(second) - 0xDC00)
+            }
+            0xDC00..=0xDFFF => return Err(lone),
+            _ => u32::from(first),
+        };
+        char::from_u32(code).ok_or(lone)
     }
 
     /// Skips a run of ASCII digits, folding up to 19 significant ones into `acc`.

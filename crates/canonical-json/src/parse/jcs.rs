@@ -255,7 +255,7 @@ impl<'a, O: Out> Canon<'a, O> {
                 return Ok(());
             }
             b'/' => '/',
-            b'u' => self.unicode_escape()?,
+            b'u' => self.parser.unicode_escape()?,
             _ => return Err(GiveUp),
         };
         if u32::from(c) < 0x20 || c == '"' || c == '\\' {
@@ -269,29 +269,6 @@ impl<'a, O: Out> Canon<'a, O> {
             self.out.extend(c.encode_utf8(&mut [0u8; 4]).as_bytes());
         }
         Ok(())
-    }
-
-    /// The character of the `\uXXXX` escape (or surrogate pair) just after `pos`, which is
-    /// moved past it; a lone surrogate gives up.
-    fn unicode_escape(&mut self) -> Result<char, GiveUp> {
-        let first = self.parser.hex4()?;
-        let code = match first {
-            0xD800..=0xDBFF => {
-                let pos = self.parser.pos;
-                if self.parser.input.get(pos..pos + 2) != Some(b"\\u") {
-                    return Err(GiveUp);
-                }
-                self.parser.pos += 2;
-                let second = self.parser.hex4()?;
-                if !(0xDC00..=0xDFFF).contains(&second) {
-                    return Err(GiveUp);
-                }
-                0x10000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(second) - 0xDC00)
-            }
-            0xDC00..=0xDFFF => return Err(GiveUp),
-            _ => u32::from(first),
-        };
-        char::from_u32(code).ok_or(GiveUp)
     }
 
     /// Writes the string at `pos` and returns its decoded text (a key).
