@@ -9,46 +9,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::{Scratch, text};
-
-/// Which implementation runs the scenario.
-#[derive(Clone, Copy)]
-enum Tool<'a> {
-    Dwp,
-    Upstream(&'a Path),
-}
+use crate::support::{Scratch, Tool, text};
 
 impl Tool<'_> {
     fn ledger(self, plan: &Path, args: &[&str]) -> Output {
-        match self {
-            Tool::Dwp => {
-                let mut all = vec!["ledger", "--plan", plan.to_str().unwrap()];
-                all.extend_from_slice(args);
-                crate::dwp(&all)
-            }
-            Tool::Upstream(pack) => Command::new("python3")
-                .arg(pack.join("shared/ledger.py"))
-                .arg("--plan")
-                .arg(plan)
-                .args(args)
-                .output()
-                .unwrap(),
-        }
+        self.command("ledger", "ledger.py").arg("--plan").arg(plan).args(args).output().unwrap()
     }
 
     fn contract(self, args: &[&str]) -> Output {
-        match self {
-            Tool::Dwp => {
-                let mut all = vec!["contract"];
-                all.extend_from_slice(args);
-                crate::dwp(&all)
-            }
-            Tool::Upstream(pack) => Command::new("python3")
-                .arg(pack.join("shared/contract_v6.py"))
-                .args(args)
-                .output()
-                .unwrap(),
-        }
+        self.command("contract", "contract_v6.py").args(args).output().unwrap()
     }
 }
 

@@ -10,33 +10,15 @@
 //! No upstream source is stored here, only its outputs on our inputs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::golden::Normaliser;
-use crate::support::{Scratch, text};
-
-/// Which implementation answers the context steps (the plan is always built by `dwp`).
-#[derive(Clone, Copy)]
-enum Tool<'a> {
-    Dwp,
-    Upstream(&'a Path),
-}
+use crate::support::{Scratch, Tool, text};
 
 impl Tool<'_> {
     /// `dwp context --plan PLAN ARGS` or `python3 <pack>/shared/context_manifest.py --plan PLAN ARGS`.
-    fn run(self, plan: &Path, args: &[&str]) -> Output {
-        let mut c = match self {
-            Tool::Dwp => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_dwp"));
-                c.arg("context");
-                c
-            }
-            Tool::Upstream(pack) => {
-                let mut c = Command::new("python3");
-                c.arg(pack.join("shared/context_manifest.py")).env("PYTHONDONTWRITEBYTECODE", "1");
-                c
-            }
-        };
+    fn context(self, plan: &Path, args: &[&str]) -> Output {
+        let mut c = self.command("context", "context_manifest.py");
         c.arg("--plan").arg(plan).args(args).output().unwrap()
     }
 }
@@ -170,7 +152,7 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
             }
             Step::Ctx(name, args) => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let o = tool.run(&plan, &args);
+                let o = tool.context(&plan, &args);
                 let record = format!(
                     "exit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
                     o.status.code().unwrap_or(-1),

@@ -11,17 +11,10 @@
 //! No upstream source is stored here, only its outputs on our inputs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::golden::Normaliser;
-use crate::support::{Scratch, text};
-
-/// Which implementation answers the delegate steps (the plan is always built by `dwp`).
-#[derive(Clone, Copy)]
-enum Tool<'a> {
-    Dwp,
-    Upstream(&'a Path),
-}
+use crate::support::{Scratch, Tool, text};
 
 /// The scratch pack: `<tmp>/pack/addons/kit/addon.json` (and, for upstream, `shared/`
 /// linking the upstream helpers so that their `../addons` is this folder).
@@ -30,20 +23,11 @@ fn pack_dir(s: &Scratch) -> PathBuf {
 }
 
 impl Tool<'_> {
-    fn run(self, s: &Scratch, plan: &Path, args: &[&str]) -> Output {
+    fn delegate(self, s: &Scratch, plan: &Path, args: &[&str]) -> Output {
         let pack = pack_dir(s);
-        let mut c = match self {
-            Tool::Dwp => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_dwp"));
-                c.arg("ledger");
-                c
-            }
-            Tool::Upstream(_) => {
-                let mut c = Command::new("python3");
-                c.arg(pack.join("shared/ledger.py"));
-                c
-            }
-        };
+        // Upstream runs the scratch pack's helpers, whose `../addons` is the scratch pack.
+        let tool = if let Tool::Upstream(_) = self { Tool::Upstream(&pack) } else { Tool::Dwp };
+        let mut c = tool.command("ledger", "ledger.py");
         c.env("HOME", s._tmp.path().join("home"))
             .env_remove("DWP_ADDONS_DIR")
             .arg("--plan")
@@ -267,7 +251,7 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
                 assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
             }
             Step::Build(args) => {
-                let o = Tool::Dwp.run(&s, &plan, args);
+                let o = Tool::Dwp.delegate(&s, &plan, args);
                 assert_eq!(
                     o.status.code(),
                     Some(0),
@@ -278,7 +262,7 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
             }
             Step::Write(rel, body) => std::fs::write(s._tmp.path().join(rel), body).unwrap(),
             Step::Delegate(name, args) => {
-                let o = tool.run(&s, &plan, args);
+                let o = tool.delegate(&s, &plan, args);
                 out.push((format!("{name}.out"), record(&o)));
             }
         }
@@ -296,7 +280,7 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
     }
     v6.materialize();
     let base = std::fs::read_to_string(v6.plan().join("journal.ndjson")).unwrap().lines().count();
-    let o = tool.run(&v6, &v6.plan(), &["launch", "--task", "T-one", "--json", RO]);
+    let o = tool.delegate(&v6, &v6.plan(), &["launch", "--task", "T-one", "--json", RO]);
     let n6 = Normaliser::for_scratch(&v6);
     out.push((
         "21-v6-plan.out".to_owned(),

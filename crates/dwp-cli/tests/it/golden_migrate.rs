@@ -14,35 +14,17 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use crate::support::text;
-
-/// Which implementation runs the steps.
-#[derive(Clone, Copy)]
-enum Tool<'a> {
-    Dwp,
-    Upstream(&'a Path),
-}
+use crate::support::{Tool, text};
 
 impl Tool<'_> {
     /// `helper` is the upstream script; `dwp` runs the matching command group.
-    fn run(self, helper: &str, args: &[&str]) -> Output {
-        let mut c = match self {
-            Tool::Dwp => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_dwp"));
-                c.arg(match helper {
-                    "migrate_v6.py" => "migrate",
-                    "ledger.py" => "ledger",
-                    _ => "contract",
-                });
-                c
-            }
-            Tool::Upstream(pack) => {
-                let mut c = Command::new("python3");
-                c.arg(pack.join("shared").join(helper)).env("PYTHONDONTWRITEBYTECODE", "1");
-                c
-            }
+    fn migration_step(self, helper: &str, args: &[&str]) -> Output {
+        let group = match helper {
+            "migrate_v6.py" => "migrate",
+            "ledger.py" => "ledger",
+            _ => "contract",
         };
-        c.args(args).output().unwrap()
+        self.command(group, helper).args(args).output().unwrap()
     }
 }
 
@@ -271,7 +253,7 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
             Step::Run { name, helper, args, files } => {
                 let args: Vec<String> = args.iter().map(|a| subst(a)).collect();
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let o = tool.run(helper, &args);
+                let o = tool.migration_step(helper, &args);
                 let record = format!(
                     "exit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
                     o.status.code().unwrap_or(-1),

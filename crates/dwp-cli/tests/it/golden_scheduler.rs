@@ -9,34 +9,15 @@
 //! No upstream source is stored here, only its outputs on our inputs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::golden::Normaliser;
-use crate::support::{Scratch, text};
-
-/// Which implementation answers the scheduler steps (the plan is always built by `dwp`).
-#[derive(Clone, Copy)]
-enum Tool<'a> {
-    Dwp,
-    Upstream(&'a Path),
-}
+use crate::support::{Scratch, Tool, text};
 
 impl Tool<'_> {
     /// `dwp scheduler CMD PLAN ARGS` or `python3 <pack>/shared/scheduler.py CMD PLAN ARGS`.
-    fn run(self, cmd: &str, plan: &Path, args: &[&str]) -> Output {
-        let mut c = match self {
-            Tool::Dwp => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_dwp"));
-                c.arg("scheduler");
-                c
-            }
-            Tool::Upstream(pack) => {
-                let mut c = Command::new("python3");
-                c.arg(pack.join("shared/scheduler.py"));
-                c
-            }
-        };
-        c.arg(cmd).arg(plan).args(args).output().unwrap()
+    fn scheduler(self, cmd: &str, plan: &Path, args: &[&str]) -> Output {
+        self.command("scheduler", "scheduler.py").arg(cmd).arg(plan).args(args).output().unwrap()
     }
 }
 
@@ -289,7 +270,7 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
             Step::Write(rel, body) => std::fs::write(plan.join(rel), body).unwrap(),
             Step::Sched { name, cmd, args } => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let o = tool.run(cmd, &plan, &args);
+                let o = tool.scheduler(cmd, &plan, &args);
                 out.push((format!("{name}.out"), record(&o)));
             }
             Step::Tampered { name, how, cmd, args } => {
@@ -297,14 +278,14 @@ fn run_scenario(tool: Tool<'_>) -> Vec<(String, String)> {
                 let original = std::fs::read_to_string(&path).unwrap();
                 std::fs::write(&path, tamper(&original, how)).unwrap();
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let o = tool.run(cmd, &plan, &args);
+                let o = tool.scheduler(cmd, &plan, &args);
                 std::fs::write(&path, original).unwrap();
                 out.push((format!("{name}.out"), record(&o)));
             }
         }
     }
     // A wrong plan folder is an error, not a refusal.
-    let o = tool.run("ready", &s.root.join("no-such-plan"), &[]);
+    let o = tool.scheduler("ready", &s.root.join("no-such-plan"), &[]);
     out.push(("41-no-plan.out".to_owned(), record(&o)));
     out
 }

@@ -9,34 +9,16 @@
 //! No upstream source is stored here, only its outputs on our inputs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::golden::Normaliser;
-use crate::support::{Scratch, text};
-
-/// Which implementation runs the steps (the plan itself is always built by `dwp`).
-#[derive(Clone, Copy)]
-enum Tool<'a> {
-    Dwp,
-    Upstream(&'a Path),
-}
+use crate::support::{Scratch, Tool, text};
 
 impl Tool<'_> {
     /// `dwp <helper> --plan P ARGS` or `python3 <pack>/shared/<helper>.py --plan P ARGS`, with
     /// `HOME` pointed at `home` (so no `~/.dwp/config.json` of the machine is read).
-    fn run(self, helper: &str, plan: &Path, args: &[&str], home: &Path) -> Output {
-        let mut cmd = match self {
-            Tool::Dwp => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_dwp"));
-                c.arg(helper);
-                c
-            }
-            Tool::Upstream(pack) => {
-                let mut c = Command::new("python3");
-                c.arg(pack.join(format!("shared/{helper}.py")));
-                c
-            }
-        };
+    fn view_step(self, helper: &str, plan: &Path, args: &[&str], home: &Path) -> Output {
+        let mut cmd = self.command(helper, &format!("{helper}.py"));
         cmd.arg("--plan").arg(plan).args(args).env("HOME", home).output().unwrap()
     }
 }
@@ -362,7 +344,7 @@ fn run_one(tool: Tool<'_>, scenario: Scenario) -> Vec<(String, String)> {
             std::fs::write(&path, body).unwrap();
         }
         let args: Vec<&str> = step.args.iter().map(String::as_str).collect();
-        let o = tool.run(step.helper, &plan, &args, &home(&s));
+        let o = tool.view_step(step.helper, &plan, &args, &home(&s));
         let record = format!(
             "exit: {}\n--- stdout ---\n{}--- stderr ---\n{}",
             o.status.code().unwrap_or(-1),
@@ -418,7 +400,7 @@ fn views_and_receipt_digests_are_self_consistent() {
     let s = Scratch::new();
     build_plan(&s);
     let plan = s.plan();
-    let out = Tool::Dwp.run("views", &plan, &["render", "--all"], &home(&s));
+    let out = Tool::Dwp.view_step("views", &plan, &["render", "--all"], &home(&s));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let state =
         canonical_json::digest::sha256_hex(&std::fs::read(plan.join("state.json")).unwrap());
@@ -437,8 +419,12 @@ fn views_and_receipt_digests_are_self_consistent() {
         );
     }
     let file = receipt_file(&s);
-    let out =
-        Tool::Dwp.run("outcomes", &plan, &["receipt", "--out", file.to_str().unwrap()], &home(&s));
+    let out = Tool::Dwp.view_step(
+        "outcomes",
+        &plan,
+        &["receipt", "--out", file.to_str().unwrap()],
+        &home(&s),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = canonical_json::parse(&std::fs::read(&file).unwrap()).unwrap();
     let sha = doc.get("receipt_sha256").and_then(|d| d.as_str()).unwrap().to_owned();

@@ -5,6 +5,33 @@ use std::process::{Command, Output};
 
 pub(crate) const PLAN: &str = "PLAN_001_demo_plan";
 
+/// Which implementation runs a step of an upstream comparison: `dwp`, or the upstream helpers
+/// of a skill pack (`<pack>/shared/*.py`). Each comparison adds its own way of calling it.
+#[derive(Clone, Copy)]
+pub(crate) enum Tool<'a> {
+    Dwp,
+    Upstream(&'a Path),
+}
+
+impl Tool<'_> {
+    /// `dwp GROUP`, or `python3 <pack>/shared/SCRIPT` (writing no bytecode into the pack),
+    /// ready for the step's arguments.
+    pub(crate) fn command(self, group: &str, script: &str) -> Command {
+        match self {
+            Tool::Dwp => {
+                let mut c = Command::new(env!("CARGO_BIN_EXE_dwp"));
+                c.arg(group);
+                c
+            }
+            Tool::Upstream(pack) => {
+                let mut c = Command::new("python3");
+                c.arg(pack.join("shared").join(script)).env("PYTHONDONTWRITEBYTECODE", "1");
+                c
+            }
+        }
+    }
+}
+
 pub(crate) const CONTRACT: &str = r#"{"schema":"https://deepworkplan.com/schema/plan-contract/v6.json","spec_version":"6.0.0","plan":"PLAN_001_demo_plan","revision":1,"created_at":"2026-11-30T00:00:00Z",
 "outcome":{"statement":"demo","success_definition":"gates pass","out_of_scope":[]},
 "acceptance":{"criteria":[{"id":"AC-pass","statement":"s","observable_check":"true","accepted_evidence":["observed"]},
