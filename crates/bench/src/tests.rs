@@ -21,6 +21,31 @@ fn smoke_one_tiny_iteration() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Interleaved measurement: every closure is timed in each run, in turn, and the first one's
+/// ratio to itself is exactly 1. The signature records carry the same-run ratio.
+#[test]
+fn interleaved_runs_time_every_closure_each_run() {
+    let calls = std::cell::Cell::new([0u64; 2]);
+    let mut a = || calls.set([calls.get()[0] + 1, calls.get()[1]]);
+    let mut b = || calls.set([calls.get()[0], calls.get()[1] + 1]);
+    let config = Config { run_secs: 0.001, runs: 3 };
+    let measured = crate::harness::measure_interleaved(config, &mut [&mut a, &mut b]);
+    assert_eq!(measured.len(), 2);
+    assert_eq!(measured[0].1, 1.0);
+    for (sample, ratio) in &measured {
+        assert_eq!(sample.secs_per_iter.len(), 3);
+        assert!(sample.secs_per_iter.windows(2).all(|w| w[0] <= w[1]), "sorted for the median");
+        assert!(ratio.is_finite() && *ratio > 0.0);
+    }
+    let [ca, cb] = calls.get();
+    assert!(ca >= 3 * measured[0].0.iters && cb >= 3 * measured[1].0.iters);
+
+    let doc = canonical_json::parse(br#"{"a":1,"kind":"Recipe"}"#).unwrap();
+    let records = sig::measure_all("tiny", &doc, Config::SMOKE).unwrap();
+    assert_eq!(records[0]["vs_bare_same_run"].as_f64(), Some(1.0));
+    assert!(records.iter().all(|r| r["vs_bare_same_run"].as_f64().is_some()));
+}
+
 #[cfg(feature = "hub")]
 mod hub {
     use std::sync::Arc;
