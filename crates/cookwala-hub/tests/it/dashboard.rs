@@ -567,7 +567,15 @@ async fn dashboard_in_headless_chromium_follows_an_execution_and_stops_it() {
         assert!(!browser.find_all("[data-testid=\"incidents\"]").is_empty());
         let errors = browser.js("return window.__cwErrors");
         assert_eq!(errors, json!([]), "page errors");
-        let severe = browser.severe_logs();
+        // One 404 is the API's documented answer, not a page error: a trace asked for in the
+        // moment the execution ends (between the page's last status and its poll) answers
+        // "not running"; the page skips it, but the browser logs every failed load. Seen once
+        // in CI; any other console error still fails.
+        let severe: Vec<String> = browser
+            .severe_logs()
+            .into_iter()
+            .filter(|line| !(line.contains("/trace?from=") && line.contains("status of 404")))
+            .collect();
         assert!(severe.is_empty(), "console errors: {severe:?}");
         let loaded = browser.js("return performance.getEntriesByType('resource').map(e => e.name)");
         for url in loaded.as_array().unwrap() {
