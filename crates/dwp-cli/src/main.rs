@@ -15,10 +15,20 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `dwp --version`: our version, and whose behaviour it follows.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nfollows: the deepworkplan skill's records-layer helpers (v6/v7): ledger.py, \
+     contract_v6.py and outcomes.py as vendored at pereira-tech-talks/pereiratechtalks.com \
+     bd935a09, checked against DailybotHQ/deepworkplan-skill's bats suites \
+     (see README, \"Using dwp with the deepworkplan skill\")"
+);
+
 #[derive(Debug, Parser)]
 #[command(
     name = "dwp",
     version,
+    long_version = LONG_VERSION,
     about = "DWP records layer: contracts, journals and projections you can verify",
     long_about = "DWP records layer: contracts, journals and projections you can verify.\n\n\
         Drop-in for the upstream DWP helper scripts: the same subcommands, files and exit codes."
@@ -56,6 +66,8 @@ enum Command {
     Context(commands::context::ContextArgs),
     /// Recover a plan: inspect, validate, project, render; list evidence to run again
     Resume(commands::resume::ResumeArgs),
+    /// Run the deepworkplan skill's helper scripts through dwp (install, status, remove)
+    Skill(commands::skill::SkillArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,5 +85,6 @@ fn main() -> ExitCode {
         Command::Resources(args) => commands::resources::run(args),
         Command::Context(args) => commands::context::run(args),
         Command::Resume(args) => commands::resume::run(args),
+        Command::Skill(args) => commands::skill::run(args),
     }
 }

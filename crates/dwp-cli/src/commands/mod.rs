@@ -10,6 +10,7 @@ pub(crate) mod outcomes;
 pub(crate) mod resources;
 pub(crate) mod resume;
 pub(crate) mod scheduler;
+pub(crate) mod skill;
 pub(crate) mod status;
 pub(crate) mod verify;
 pub(crate) mod views;

@@ -21,6 +21,7 @@ mod outcomes;
 mod resources;
 mod scheduler;
 mod selftest;
+mod skill;
 mod status;
 mod support;
 mod views;

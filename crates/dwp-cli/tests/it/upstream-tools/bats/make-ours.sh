@@ -1,60 +1,23 @@
 #!/usr/bin/env bash
 # Builds $BATS_ROOT/ours: the same tests/ as $BATS_ROOT/upstream (a checkout layout holding
-# tests/*.bats, tests/fixtures/ and skills/deepworkplan/shared/ = the upstream pack), with
-# skills/deepworkplan/shared/ holding shims named like each upstream helper that exec the
-# matching `dwp` subcommand. No upstream code is in a shim: when a test's own scaffolding
-# imports a helper as a Python module, the shim loads the upstream module from the pack (such
-# tests are not counted as portable).
+# tests/*.bats and tests/fixtures/), with skills/deepworkplan/ a copy of the upstream skill
+# folder ($DWP_UPSTREAM_PACK) on which `dwp skill install` has put its launchers: the way a
+# user of the skill switches to dwp. Helpers dwp does not cover (config.py, benchmark.py, …)
+# keep running their originals; a test whose scaffolding imports a helper as a Python module
+# gets the original through the launcher (such tests are not counted as portable).
 set -euo pipefail
 tools="$(cd "$(dirname "$0")" && pwd)"
 : "${BATS_ROOT:?set BATS_ROOT to the folder holding upstream/ (tests + skills/deepworkplan)}"
 here="$BATS_ROOT"
 : "${DWP_BIN:=$(cd "$tools/../../../../../.." && pwd)/target/debug/dwp}"
 : "${DWP_UPSTREAM_PACK:?set DWP_UPSTREAM_PACK to the upstream skills/deepworkplan folder}"
-rm -rf "$here/ours"; mkdir -p "$here/ours/skills/deepworkplan/shared"
+if [ ! -f "$DWP_UPSTREAM_PACK/SKILL.md" ]; then
+  echo "make-ours: $DWP_UPSTREAM_PACK has no SKILL.md; dwp skill install needs the skill" \
+       "folder as released (skills/deepworkplan/ with SKILL.md, shared/, addons/)" >&2
+  exit 2
+fi
+rm -rf "$here/ours"; mkdir -p "$here/ours/skills"
 cp -r "$here/upstream/tests" "$here/ours/tests"
-# Addon descriptors: upstream reads <pack>/addons beside shared/; dwp reads DWP_ADDONS_DIR.
-addons="$here/ours/skills/deepworkplan/addons"
-if [ -d "$DWP_UPSTREAM_PACK/addons" ]; then cp -r "$DWP_UPSTREAM_PACK/addons" "$addons"; fi
-# Helpers dwp does not reimplement (the addon registry writer): the shim runs the upstream
-# file, so a test using one only as scaffolding (`config.py enable agentkit`) can still drive
-# dwp; tests whose subject is such a helper test upstream, not dwp, and are not counted.
-for name in config.py; do
-  cat > "$here/ours/skills/deepworkplan/shared/$name" <<PY
-#!/usr/bin/env python3
-import os, sys
-sys.dont_write_bytecode = True
-_up = os.path.join('$DWP_UPSTREAM_PACK', 'shared', '$name')
-if __name__ == '__main__':
-    os.execv(sys.executable, [sys.executable, _up] + sys.argv[1:])
-else:
-    import importlib.util
-    _spec = importlib.util.spec_from_file_location(__name__, _up)
-    _mod = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_mod)
-    globals().update(vars(_mod))
-PY
-  chmod +x "$here/ours/skills/deepworkplan/shared/$name"
-done
-for pair in ledger.py:ledger migrate_v6.py:migrate context_manifest.py:context \
-    outcomes.py:outcomes views.py:views scheduler.py:scheduler contract_v6.py:contract \
-    resources.py:resources; do
-  name="${pair%%:*}"; group="${pair##*:}"
-  cat > "$here/ours/skills/deepworkplan/shared/$name" <<PY
-#!/usr/bin/env python3
-import os, sys
-sys.dont_write_bytecode = True
-if __name__ == '__main__':
-    os.environ['DWP_ADDONS_DIR'] = '$addons'
-    os.execv('$DWP_BIN', ['$DWP_BIN', '$group'] + sys.argv[1:])
-else:
-    import importlib.util
-    _spec = importlib.util.spec_from_file_location(
-        __name__, os.path.join('$DWP_UPSTREAM_PACK', 'shared', '$name'))
-    _mod = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_mod)
-    globals().update(vars(_mod))
-PY
-  chmod +x "$here/ours/skills/deepworkplan/shared/$name"
-done
+cp -r "$DWP_UPSTREAM_PACK" "$here/ours/skills/deepworkplan"
+"$DWP_BIN" skill install --skill-dir "$here/ours/skills/deepworkplan" --dwp "$DWP_BIN"
 echo "built $here/ours (dwp: $DWP_BIN)"
