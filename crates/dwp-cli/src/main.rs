@@ -67,6 +67,7 @@ enum Command {
     /// Recover a plan: inspect, validate, project, render; list evidence to run again
     Resume(commands::resume::ResumeArgs),
     /// Run the deepworkplan skill's helper scripts through dwp (install, status, remove)
+    #[command(long_about = commands::skill::LONG_ABOUT)]
     Skill(commands::skill::SkillArgs),
 }
 

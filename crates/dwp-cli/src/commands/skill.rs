@@ -12,19 +12,21 @@ use serde_json::json;
 
 use crate::exit;
 
+/// `dwp skill --help`.
+pub(crate) const LONG_ABOUT: &str = "Run the deepworkplan skill's helper scripts through dwp.\n\n\
+    The skill's instructions run `python3 <skill>/shared/ledger.py …` and its siblings. \
+    `install` backs those helpers up into <skill>/.dwp-skill/ and puts small launchers in their \
+    place that exec `dwp <subcommand>` with the same arguments, working directory and exit code; \
+    helpers dwp does not cover keep running their originals. `status` says where each helper \
+    runs; `remove` restores the originals byte for byte, and refuses (changing nothing) when a \
+    helper was changed since the install.\n\n\
+    Exit codes: 0 done, 1 refused or failed, 2 usage.\n\n\
+    Example:\n  \
+    dwp skill install --skill-dir ~/.claude/skills/deepworkplan\n  \
+    dwp skill status  --skill-dir ~/.claude/skills/deepworkplan\n  \
+    dwp skill remove  --skill-dir ~/.claude/skills/deepworkplan";
+
 #[derive(Debug, Args)]
-#[command(
-    about = "Run the deepworkplan skill's helper scripts through dwp (install, status, remove)",
-    long_about = "Run the deepworkplan skill's helper scripts through dwp.\n\n\
-        The skill's instructions run `python3 <skill>/shared/ledger.py …` and its siblings. \
-        `install` backs those helpers up into <skill>/.dwp-skill/ and puts small launchers in \
-        their place that exec `dwp <subcommand>` with the same arguments, working directory and \
-        exit code; helpers dwp does not cover keep running their originals. `status` says where \
-        each helper runs; `remove` restores the originals byte for byte.\n\n\
-        Example:\n  dwp skill install --skill-dir ~/.claude/skills/deepworkplan\n  \
-        dwp skill status  --skill-dir ~/.claude/skills/deepworkplan\n  \
-        dwp skill remove  --skill-dir ~/.claude/skills/deepworkplan"
-)]
 pub(crate) struct SkillArgs {
     #[command(subcommand)]
     command: SkillCommand,
