@@ -2,6 +2,9 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use anyhow::Result;
+use cookwala::time::{Instant, parse_timestamp};
+
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SSZ`.
 pub fn now_rfc3339() -> String {
     journal::utc_timestamp(SystemTime::now())
@@ -10,4 +13,20 @@ pub fn now_rfc3339() -> String {
 /// Seconds since the Unix epoch (0 if the clock is before it).
 pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The instant `--now` (or a batch line's `now`) names, or the current time.
+///
+/// # Errors
+/// A timestamp the reference grammar refuses.
+pub(crate) fn parse_now(text: Option<&str>) -> Result<Instant> {
+    let owned;
+    let text = match text {
+        Some(t) => t,
+        None => {
+            owned = now_rfc3339();
+            &owned
+        }
+    };
+    parse_timestamp(text).map_err(|e| anyhow::anyhow!("--now {text:?}: {e}"))
 }

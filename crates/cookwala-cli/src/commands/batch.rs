@@ -21,14 +21,16 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use canonical_json::{DEFAULT_MAX_DEPTH, Limits, Map, Value, parse_prefix};
 use cookwala::dryrun::{self, Options, PreparedDevice, PreparedRecipe};
 use cookwala::time::Instant;
 use cookwala::vocab::Vocabulary;
+use rayon::prelude::*;
 
+use crate::clock;
 use crate::input::{MAX_INPUT_BYTES, display, read_json};
 use crate::output::compact;
 
@@ -47,7 +49,7 @@ const BUCKET_MAX: usize = 8;
 #[derive(Debug, Default)]
 pub struct Catalog {
     /// `(id, document)`, sorted by id.
-    docs: Vec<(String, Rc<Value>)>,
+    docs: Vec<(String, Arc<Value>)>,
 }
 
 impl Catalog {
@@ -67,7 +69,7 @@ impl Catalog {
             }
         }
         files.sort();
-        let mut docs: Vec<(String, Rc<Value>)> = Vec::with_capacity(files.len());
+        let mut docs: Vec<(String, Arc<Value>)> = Vec::with_capacity(files.len());
         for path in files {
             let value = read_json(&path)?;
             let id = match value.get("id").and_then(Value::as_str) {
@@ -81,13 +83,13 @@ impl Catalog {
             if docs.iter().any(|(other, _)| *other == id) {
                 bail!("{}: two documents have the id {id:?}", dir.display());
             }
-            docs.push((id, Rc::new(value)));
+            docs.push((id, Arc::new(value)));
         }
         docs.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(Catalog { docs })
     }
 
-    fn get(&self, id: &str) -> Option<&Rc<Value>> {
+    fn get(&self, id: &str) -> Option<&Arc<Value>> {
         self.docs.binary_search_by(|(k, _)| k.as_str().cmp(id)).ok().map(|i| &self.docs[i].1)
     }
 }
@@ -101,25 +103,32 @@ pub struct Batch<'a> {
     pub recipes: Option<&'a Catalog>,
     /// Capabilities documents by id.
     pub devices: Option<&'a Catalog>,
+    /// Worker threads (the output does not depend on it).
+    pub jobs: usize,
 }
 
 /// An inline text parsed once.
 struct Parsed {
     text: Box<[u8]>,
-    value: Rc<Value>,
+    value: Arc<Value>,
 }
 
 /// Parsed inline objects and arrays, found again by their exact bytes.
-#[derive(Default)]
 struct TextCache {
     buckets: HashMap<u64, Vec<Parsed>>,
     bytes: usize,
+    /// Source bytes kept at most (the run's budget shared out among its workers).
+    budget: usize,
 }
 
 impl TextCache {
+    fn new(budget: usize) -> TextCache {
+        TextCache { buckets: HashMap::new(), bytes: 0, budget }
+    }
+
     /// Reads the value at the start of `rest` (no leading whitespace): `(value, length)`, or
     /// `None` when it is not valid there.
-    fn read(&mut self, rest: &[u8]) -> Option<(Rc<Value>, usize)> {
+    fn read(&mut self, rest: &[u8]) -> Option<(Arc<Value>, usize)> {
         let fingerprint = match (rest.first(), rest.get(..FINGERPRINT_LEN)) {
             (Some(b'{' | b'['), Some(head)) => {
                 let mut hasher = DefaultHasher::new();
@@ -131,17 +140,17 @@ impl TextCache {
         if let Some(bucket) = fingerprint.and_then(|f| self.buckets.get(&f))
             && let Some(hit) = bucket.iter().find(|p| rest.starts_with(&p.text))
         {
-            return Some((Rc::clone(&hit.value), hit.text.len()));
+            return Some((Arc::clone(&hit.value), hit.text.len()));
         }
         let (value, len) = parse_prefix(rest, MEMBER_LIMITS).ok()?;
-        let value = Rc::new(value);
+        let value = Arc::new(value);
         if let Some(fingerprint) = fingerprint
             && len >= FINGERPRINT_LEN
-            && self.bytes + len <= CACHE_BUDGET
+            && self.bytes + len <= self.budget
         {
             let bucket = self.buckets.entry(fingerprint).or_default();
             if bucket.len() < BUCKET_MAX {
-                bucket.push(Parsed { text: rest[..len].into(), value: Rc::clone(&value) });
+                bucket.push(Parsed { text: rest[..len].into(), value: Arc::clone(&value) });
                 self.bytes += len;
             }
         }
@@ -158,7 +167,7 @@ fn skip_ws(line: &[u8], mut pos: usize) -> usize {
 
 /// The members of a line that is a JSON object, read through the cache; `None` when the line
 /// is anything else (the plain path then parses it and reports why).
-fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Rc<Value>)>> {
+fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Arc<Value>)>> {
     if line.len() > MAX_INPUT_BYTES {
         return None;
     }
@@ -166,7 +175,7 @@ fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Rc<Value>)
     if line.get(pos) != Some(&b'{') {
         return None;
     }
-    let mut members: Vec<(String, Rc<Value>)> = Vec::new();
+    let mut members: Vec<(String, Arc<Value>)> = Vec::new();
     pos = skip_ws(line, pos + 1);
     if line.get(pos) == Some(&b'}') {
         pos += 1;
@@ -201,60 +210,66 @@ fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Rc<Value>)
     (skip_ws(line, pos) == line.len()).then_some(members)
 }
 
-/// What a batch run keeps between lines.
-struct Session<'a> {
+/// What every worker of a batch run reads.
+struct Shared<'a> {
     vocab: &'a Vocabulary,
     batch: &'a Batch<'a>,
     /// The folder `*File` members are relative to.
     base: PathBuf,
-    default_limits: Rc<Value>,
-    files: HashMap<PathBuf, Rc<Value>>,
+    default_limits: Arc<Value>,
+}
+
+/// What one worker keeps between the lines it runs: the documents it has parsed. Each worker
+/// has its own (no lock is shared on the hot path); a text or file is parsed once per worker.
+struct Worker {
+    files: HashMap<PathBuf, Arc<Value>>,
     texts: TextCache,
 }
 
-impl Session<'_> {
-    fn file(&mut self, name: &str) -> Result<Rc<Value>> {
+impl Shared<'_> {
+    fn file(&self, worker: &mut Worker, name: &str) -> Result<Arc<Value>> {
         let path = self.base.join(name);
-        if let Some(doc) = self.files.get(&path) {
-            return Ok(Rc::clone(doc));
+        if let Some(doc) = worker.files.get(&path) {
+            return Ok(Arc::clone(doc));
         }
-        let doc = Rc::new(read_json(&path)?);
-        self.files.insert(path, Rc::clone(&doc));
+        let doc = Arc::new(read_json(&path)?);
+        worker.files.insert(path, Arc::clone(&doc));
         Ok(doc)
     }
 
     /// A document given inline (`inline`), by file (`file`) or by id (`id` in `catalog`).
     fn document(
-        &mut self,
-        get: &dyn Fn(&str) -> Option<Rc<Value>>,
+        &self,
+        worker: &mut Worker,
+        get: &dyn Fn(&str) -> Option<Arc<Value>>,
         (inline, file, id): (&str, &str, &str),
         catalog: Option<&Catalog>,
-    ) -> Result<Option<Rc<Value>>> {
+    ) -> Result<Option<Arc<Value>>> {
         if let Some(doc) = get(inline) {
             return Ok(Some(doc));
         }
         if let Some(name) = get(file) {
             let name = name.as_str().with_context(|| format!("{file} is not a string"))?;
-            return self.file(name).map(Some);
+            return self.file(worker, name).map(Some);
         }
         if let Some(key) = get(id) {
             let key = key.as_str().with_context(|| format!("{id} is not a string"))?;
             let catalog = catalog.with_context(|| format!("{id} needs the catalog option"))?;
             let doc = catalog.get(key).with_context(|| format!("no document with id {key:?}"))?;
-            return Ok(Some(Rc::clone(doc)));
+            return Ok(Some(Arc::clone(doc)));
         }
         Ok(None)
     }
 
     /// One case → its summary (the members come from the cache or from a full parse).
-    fn case(&mut self, get: &dyn Fn(&str) -> Option<Rc<Value>>) -> Result<Value> {
+    fn case(&self, worker: &mut Worker, get: &dyn Fn(&str) -> Option<Arc<Value>>) -> Result<Value> {
         let recipes = self.batch.recipes;
         let devices = self.batch.devices;
         let recipe = self
-            .document(get, ("recipe", "recipeFile", "recipeId"), recipes)?
+            .document(worker, get, ("recipe", "recipeFile", "recipeId"), recipes)?
             .context("missing recipe")?;
         let caps = self
-            .document(get, ("capabilities", "capabilitiesFile", "deviceId"), devices)?
+            .document(worker, get, ("capabilities", "capabilitiesFile", "deviceId"), devices)?
             .context("missing capabilities")?;
         let flag = |k: &str, d: bool| -> Result<bool> {
             match get(k).as_deref() {
@@ -264,20 +279,20 @@ impl Session<'_> {
             }
         };
         // As before: no `limits` member means the default pack, `null` means none.
-        let limits: Option<Rc<Value>> = match get("limits") {
+        let limits: Option<Arc<Value>> = match get("limits") {
             Some(l) if l.is_null() => None,
             Some(l) => Some(l),
             None => match get("limitsFile") {
                 Some(name) => {
                     let name = name.as_str().context("limitsFile is not a string")?;
-                    Some(self.file(name)?)
+                    Some(self.file(worker, name)?)
                 }
-                None => Some(Rc::clone(&self.default_limits)),
+                None => Some(Arc::clone(&self.default_limits)),
             },
         };
         let now = match get("now").as_deref() {
-            None | Some(Value::Null) => super::rules::parse_now(None)?,
-            Some(Value::String(s)) => super::rules::parse_now(Some(s))?,
+            None | Some(Value::Null) => clock::parse_now(None)?,
+            Some(Value::String(s)) => clock::parse_now(Some(s))?,
             Some(_) => bail!("now is not a string"),
         };
         let options = Options {
@@ -291,11 +306,12 @@ impl Session<'_> {
     }
 
     /// One line → one result (or an error naming the line).
-    fn line(&mut self, line: &[u8], number: usize) -> Result<Value> {
-        let outcome = match members(&mut self.texts, line) {
+    fn line(&self, worker: &mut Worker, line: &[u8], number: usize) -> Result<Value> {
+        let outcome = match members(&mut worker.texts, line) {
             Some(members) => {
-                let get = |k: &str| members.iter().find(|(m, _)| m == k).map(|(_, v)| Rc::clone(v));
-                self.case(&get)
+                let get =
+                    |k: &str| members.iter().find(|(m, _)| m == k).map(|(_, v)| Arc::clone(v));
+                self.case(worker, &get)
             }
             None => {
                 // The plain path: the line as one document, with the parser's own error.
@@ -304,8 +320,8 @@ impl Session<'_> {
                 })?;
                 match canonical_json::parse(text.as_bytes()).context("not JSON") {
                     Ok(case) => {
-                        let get = |k: &str| case.get(k).cloned().map(Rc::new);
-                        self.case(&get)
+                        let get = |k: &str| case.get(k).cloned().map(Arc::new);
+                        self.case(worker, &get)
                     }
                     Err(e) => Err(e),
                 }
@@ -345,10 +361,97 @@ fn next_line(
     Ok(true)
 }
 
-/// `cookwala dry-run --batch FILE`: one result line per case line, in order.
+/// Case lines read at most into one window (a window runs on the workers while the next one
+/// is read).
+const WINDOW_LINES: usize = 4096;
+/// Bytes of case lines read at most into one window (one line may pass it: a line is at most
+/// `MAX_INPUT_BYTES`). At most two windows are held at once: the one running and the one read.
+const WINDOW_BYTES: usize = 32 << 20;
+
+/// A line of a window: a case to run, or the error that ends the run at that line (an
+/// unreadable, overlong or non-UTF-8 line; only ever the last of its window).
+enum Pending {
+    Case { number: usize, text: Vec<u8> },
+    Fatal(anyhow::Error),
+}
+
+/// Reads the next window of lines; `true` with it when the input has ended (or a line ended
+/// the run).
+fn read_window(reader: &mut dyn BufRead, path: &Path, number: &mut usize) -> (Vec<Pending>, bool) {
+    let mut lines = Vec::new();
+    let mut bytes = 0;
+    while lines.len() < WINDOW_LINES && bytes < WINDOW_BYTES {
+        *number += 1;
+        let mut buf = Vec::new();
+        match next_line(reader, &mut buf, path, *number) {
+            Ok(true) => {}
+            Ok(false) => return (lines, true),
+            Err(e) => {
+                lines.push(Pending::Fatal(e));
+                return (lines, true);
+            }
+        }
+        match blank(&buf, path, *number) {
+            Ok(true) => {}
+            Ok(false) => {
+                bytes += buf.len();
+                lines.push(Pending::Case { number: *number, text: buf });
+            }
+            Err(e) => {
+                lines.push(Pending::Fatal(e));
+                return (lines, true);
+            }
+        }
+    }
+    (lines, false)
+}
+
+/// Runs the cases of a window on the pool's workers; results in input order.
+fn run_window(
+    pool: &rayon::ThreadPool,
+    shared: &Shared<'_>,
+    workers: &[Mutex<Worker>],
+    lines: &[Pending],
+) -> Vec<Result<Value>> {
+    pool.install(|| {
+        lines
+            .par_iter()
+            .filter_map(|pending| match pending {
+                Pending::Case { number, text } => Some((*number, text)),
+                Pending::Fatal(_) => None,
+            })
+            .map(|(number, text)| {
+                // Each pool thread has its own worker, so this lock is never contended.
+                let slot = rayon::current_thread_index().unwrap_or(0) % workers.len().max(1);
+                let mut worker = workers
+                    .get(slot)
+                    .context("no batch worker")?
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("a batch worker failed"))?;
+                shared.line(&mut worker, text, number)
+            })
+            .collect()
+    })
+}
+
+/// The pool of a batch or matrix run: `jobs` threads.
+fn pool(jobs: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .thread_name(|i| format!("dry-run-{i}"))
+        .build()
+        .context("cannot start the worker threads")
+}
+
+/// `cookwala dry-run --batch FILE`: one result line per case line, in input order.
+///
+/// The lines stream through a window: while the cases of one window run on `jobs` workers,
+/// the next window is read; results are written in input order, so the output is the same bytes
+/// for any number of workers. Memory is bounded by two windows, not by the input.
 ///
 /// # Errors
-/// Unreadable input, a line that is not UTF-8 or too long, or output that cannot be written.
+/// Unreadable input, a line that is not UTF-8 or too long, or output that cannot be written
+/// (the results of the lines before it are written first, as a single thread would).
 pub fn run_batch(vocab: &Vocabulary, batch: &Batch<'_>) -> Result<bool> {
     let mut reader: Box<dyn BufRead> = if batch.path == Path::new("-") {
         Box::new(std::io::BufReader::with_capacity(1 << 20, std::io::stdin().lock()))
@@ -361,33 +464,41 @@ pub fn run_batch(vocab: &Vocabulary, batch: &Batch<'_>) -> Result<bool> {
         Some(dir) if batch.path != Path::new("-") => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut session = Session {
-        vocab,
-        batch,
-        base,
-        default_limits: Rc::new(cookwala::limits::default_pack()),
-        files: HashMap::new(),
-        texts: TextCache::default(),
-    };
+    let shared =
+        Shared { vocab, batch, base, default_limits: Arc::new(cookwala::limits::default_pack()) };
+    let pool = pool(batch.jobs)?;
+    let budget = CACHE_BUDGET / pool.current_num_threads().max(1);
+    let workers: Vec<Mutex<Worker>> = (0..pool.current_num_threads())
+        .map(|_| Mutex::new(Worker { files: HashMap::new(), texts: TextCache::new(budget) }))
+        .collect();
     let mut all_ok = true;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut buf = Vec::new();
     let mut number = 0;
+    let (mut lines, mut ended) = read_window(&mut *reader, batch.path, &mut number);
     loop {
-        number += 1;
-        if !next_line(&mut *reader, &mut buf, batch.path, number)? {
-            break;
+        let (results, next) = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run_window(&pool, &shared, &workers, &lines));
+            let next = (!ended).then(|| read_window(&mut *reader, batch.path, &mut number));
+            (running.join(), next)
+        });
+        let results = results.map_err(|_| anyhow::anyhow!("a batch worker failed"))?;
+        for result in results {
+            let value = result?;
+            if value.get("state").and_then(Value::as_str) != Some("accepted") {
+                all_ok = false;
+            }
+            if !write_line(&mut out, &value)? {
+                return Ok(all_ok);
+            }
         }
-        if blank(&buf, batch.path, number)? {
-            continue;
+        if let Some(Pending::Fatal(e)) = lines.pop() {
+            let _ = out.flush();
+            return Err(e);
         }
-        let value = session.line(&buf, number)?;
-        if value.get("state").and_then(Value::as_str) != Some("accepted") {
-            all_ok = false;
-        }
-        if !write_line(&mut out, &value)? {
-            return Ok(all_ok);
+        match next {
+            Some((window, end)) => (lines, ended) = (window, end),
+            None => break,
         }
     }
     finish(out, all_ok)
@@ -438,11 +549,19 @@ pub struct Matrix<'a> {
     pub limits: Option<&'a Value>,
     /// The instant calibrations are judged at.
     pub now: Instant,
+    /// Worker threads (the output does not depend on it).
+    pub jobs: usize,
 }
+
+/// Recipes run per round of a catalog × fleet run, per worker (a round's lines are held until
+/// they are written in order).
+const RECIPES_PER_WORKER: usize = 8;
 
 /// `cookwala dry-run --recipes DIR --devices DIR`: every recipe on every device, one line
 /// `{"recipe","device",...summary}` per pair (recipes in id order, then devices in id order).
-/// Each recipe (with the limits) and each device is prepared once.
+/// Each recipe (with the limits) and each device is prepared once; recipes run on `jobs`
+/// workers a round at a time, and each round is written in order (the same bytes for any
+/// number of workers).
 ///
 /// # Errors
 /// Output that cannot be written.
@@ -453,15 +572,54 @@ pub fn run_matrix(vocab: &Vocabulary, matrix: &Matrix<'_>) -> Result<bool> {
         .iter()
         .map(|(id, doc)| (id.as_str(), PreparedDevice::new(vocab, doc, matrix.now)))
         .collect();
+    let pool = pool(matrix.jobs)?;
+    let round = pool.current_num_threads().max(1) * RECIPES_PER_WORKER;
     let mut all_ok = true;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    for (recipe_id, recipe) in &matrix.recipes.docs {
-        let prepared = PreparedRecipe::new(vocab, recipe, matrix.limits);
-        for w in prepared.as_ref().map(PreparedRecipe::warnings).unwrap_or_default() {
-            eprintln!("warning: {recipe_id}: {w}");
+    for recipes in matrix.recipes.docs.chunks(round) {
+        let rows: Vec<(Vec<String>, Vec<Map>)> = pool.install(|| {
+            recipes
+                .par_iter()
+                .map(|(recipe_id, recipe)| recipe_row(vocab, matrix, &devices, recipe_id, recipe))
+                .collect()
+        });
+        for (warnings, lines) in rows {
+            for w in warnings {
+                eprintln!("{w}");
+            }
+            for line in lines {
+                if line.get("state").and_then(Value::as_str) != Some("accepted") {
+                    all_ok = false;
+                }
+                if !write_line(&mut out, &Value::Object(line))? {
+                    return Ok(all_ok);
+                }
+            }
         }
-        for (device_id, device) in &devices {
+    }
+    finish(out, all_ok)
+}
+
+/// One recipe on every device: its warnings and its lines.
+fn recipe_row(
+    vocab: &Vocabulary,
+    matrix: &Matrix<'_>,
+    devices: &[(&str, PreparedDevice<'_>)],
+    recipe_id: &str,
+    recipe: &Value,
+) -> (Vec<String>, Vec<Map>) {
+    let prepared = PreparedRecipe::new(vocab, recipe, matrix.limits);
+    let warnings = prepared
+        .as_ref()
+        .map(PreparedRecipe::warnings)
+        .unwrap_or_default()
+        .iter()
+        .map(|w| format!("warning: {recipe_id}: {w}"))
+        .collect();
+    let lines = devices
+        .iter()
+        .map(|(device_id, device)| {
             let result = prepared.as_ref().map_err(Clone::clone).and_then(|p| {
                 dryrun::run_prepared(p, device, matrix.human_present, matrix.allow_model)
             });
@@ -476,15 +634,10 @@ pub fn run_matrix(vocab: &Vocabulary, matrix: &Matrix<'_>) -> Result<bool> {
                     m
                 }
             };
-            if line.get("state").and_then(Value::as_str) != Some("accepted") {
-                all_ok = false;
-            }
-            line.insert("recipe".into(), recipe_id.as_str().into());
+            line.insert("recipe".into(), recipe_id.into());
             line.insert("device".into(), (*device_id).into());
-            if !write_line(&mut out, &Value::Object(line))? {
-                return Ok(all_ok);
-            }
-        }
-    }
-    finish(out, all_ok)
+            line
+        })
+        .collect();
+    (warnings, lines)
 }

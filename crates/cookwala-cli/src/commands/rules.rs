@@ -8,7 +8,6 @@ use anyhow::{Context, Result, bail};
 use canonical_json::{Finite, Map, Value};
 use cookwala::dryrun::{self, By, DryRun, Options};
 use cookwala::envelope::{self, Target};
-use cookwala::time::{Instant, parse_timestamp};
 use cookwala::units;
 use cookwala::vocab::Vocabulary;
 
@@ -263,18 +262,17 @@ pub struct DryRunArgs {
     /// Explain the result for a person
     #[arg(long)]
     pub explain: bool,
+    /// Worker threads for --batch and the catalog × fleet run (default: the cores available);
+    /// the output is the same bytes for any N
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<std::num::NonZeroUsize>,
 }
 
-pub(crate) fn parse_now(text: Option<&str>) -> Result<Instant> {
-    let owned;
-    let text = match text {
-        Some(t) => t,
-        None => {
-            owned = clock::now_rfc3339();
-            &owned
-        }
-    };
-    parse_timestamp(text).map_err(|e| anyhow::anyhow!("--now {text:?}: {e}"))
+/// `--jobs N`, else the cores this process may use.
+fn jobs(requested: Option<std::num::NonZeroUsize>) -> usize {
+    requested
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, std::num::NonZeroUsize::get)
 }
 
 /// `cookwala dry-run` (and `explain`).
@@ -283,7 +281,12 @@ pub fn dry_run(args: &DryRunArgs) -> Result<bool> {
     let recipes = args.recipes.as_deref().map(batch::Catalog::load).transpose()?;
     let devices = args.devices.as_deref().map(batch::Catalog::load).transpose()?;
     if let Some(path) = &args.batch {
-        let batch = batch::Batch { path, recipes: recipes.as_ref(), devices: devices.as_ref() };
+        let batch = batch::Batch {
+            path,
+            recipes: recipes.as_ref(),
+            devices: devices.as_ref(),
+            jobs: jobs(args.jobs),
+        };
         return batch::run_batch(&vocab, &batch);
     }
     let limits = if args.no_limits {
@@ -304,7 +307,8 @@ pub fn dry_run(args: &DryRunArgs) -> Result<bool> {
             human_present: args.human_present,
             allow_model: !args.no_model,
             limits: limits.as_ref(),
-            now: parse_now(args.now.as_deref())?,
+            now: clock::parse_now(args.now.as_deref())?,
+            jobs: jobs(args.jobs),
         };
         return batch::run_matrix(&vocab, &matrix);
     }
@@ -320,7 +324,7 @@ pub fn dry_run(args: &DryRunArgs) -> Result<bool> {
         human_present: args.human_present,
         allow_model: !args.no_model,
         limits: limits.as_ref(),
-        now: parse_now(args.now.as_deref())?,
+        now: clock::parse_now(args.now.as_deref())?,
     };
     let result = dryrun::dry_run(&vocab, &recipe_doc, &device_doc, options)
         .with_context(|| format!("{} cannot be dry-run", display(recipe)))?;
@@ -491,7 +495,7 @@ pub fn precheck(args: &PrecheckArgs) -> Result<bool> {
         }
         Some(set)
     };
-    let now = parse_now(args.now.as_deref())?;
+    let now = clock::parse_now(args.now.as_deref())?;
     let ctx = Pre {
         request: &request,
         recipe: recipe.as_ref(),

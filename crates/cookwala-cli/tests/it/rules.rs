@@ -433,3 +433,89 @@ fn dry_run_batch_references_stdin_reuse_and_catalog_by_fleet() {
     expected.sort_by_key(key);
     assert_eq!(got, expected);
 }
+
+/// `--jobs N` changes who runs the cases, never the bytes out: a batch longer than one window
+/// (4,096 case lines) mixing every form of line, blank lines, errors and a final line that ends
+/// the run, and the catalog × fleet run, on 1 and on 3 workers.
+#[test]
+fn dry_run_batch_and_matrix_give_the_same_bytes_on_any_number_of_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(path) = samples_bundle() else { return };
+    let b = canonical_json::parse(std::fs::read(path).unwrap().as_slice()).unwrap();
+    let now = b.get("now").and_then(Value::as_str).unwrap();
+    for (kind, sub) in [("recipes", "recipes"), ("devices", "devices")] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        for (name, doc) in b.get(kind).and_then(Value::as_object).unwrap() {
+            let text = canonical_json::to_python(doc, canonical_json::PyFormat::PRETTY).unwrap();
+            std::fs::write(dir.path().join(format!("{sub}/{name}.json")), text).unwrap();
+        }
+    }
+    let cases = b.pointer("/expected/dryRuns").and_then(Value::as_array).unwrap();
+    let mut lines = Vec::new();
+    for case in cases {
+        let s = |k: &str| case.get(k).and_then(Value::as_str).unwrap().to_owned();
+        let human = case.get("humanPresent").and_then(Value::as_bool).unwrap();
+        let recipe = b.get("recipes").unwrap().get(&s("recipe")).unwrap();
+        let device = b.get("devices").unwrap().get(&s("device")).unwrap();
+        let text = |v: &Value| String::from_utf8(canonical_json::to_python_compact(v).unwrap());
+        let rid = b.pointer(&format!("/recipes/{}/id", s("recipe"))).unwrap().as_str().unwrap();
+        let tail = format!(r#""humanPresent":{human},"now":"{now}""#);
+        lines.push(format!(
+            r#"{{"recipe":{},"capabilities":{},{tail}}}"#,
+            text(recipe).unwrap(),
+            text(device).unwrap()
+        ));
+        lines.push(format!(
+            r#"{{"recipeFile":"recipes/{}.json","capabilitiesFile":"devices/{}.json",{tail}}}"#,
+            s("recipe"),
+            s("device")
+        ));
+        lines.push(format!(r#"{{"recipeId":"{rid}","deviceId":"{}",{tail}}}"#, s("device")));
+    }
+    let mut batch = String::new();
+    let mut n = 0;
+    while n < 5000 {
+        for line in &lines {
+            batch.push_str(line);
+            batch.push('\n');
+            n += 1;
+            match n % 97 {
+                0 => batch.push_str("   \n"),
+                13 => batch.push_str("{\"recipeId\":\"no-such-recipe\",\"deviceId\":1}\n"),
+                29 => batch.push_str("[1,2\n"),
+                _ => {}
+            }
+        }
+    }
+    std::fs::write(dir.path().join("long.ndjson"), &batch).unwrap();
+    let mut ended = batch.clone().into_bytes();
+    ended.extend_from_slice(b"{\"recipeId\":\"x\"}\n\xff\xfe\n");
+    std::fs::write(dir.path().join("ended.ndjson"), ended).unwrap();
+    let run = |jobs: &str, args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--jobs", jobs]);
+        let out = cookwala(dir.path(), &all);
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    for args in [
+        &["dry-run", "--batch", "long.ndjson", "--recipes", "recipes", "--devices", "devices"][..],
+        &["dry-run", "--batch", "ended.ndjson", "--recipes", "recipes", "--devices", "devices"],
+        &["dry-run", "--recipes", "recipes", "--devices", "devices", "--now", now],
+    ] {
+        let one = run("1", args);
+        let three = run("3", args);
+        assert_eq!(one, three, "{args:?}");
+        assert!(one.1.len() > 1000, "{args:?}: {}", String::from_utf8_lossy(&one.2));
+    }
+    let (code, out, err) = run(
+        "3",
+        &["dry-run", "--batch", "ended.ndjson", "--recipes", "recipes", "--devices", "devices"],
+    );
+    assert_ne!(code, Some(0));
+    assert!(
+        String::from_utf8_lossy(&err).contains("is not UTF-8"),
+        "{}",
+        String::from_utf8_lossy(&err)
+    );
+    assert!(String::from_utf8_lossy(&out).lines().count() > 5000);
+}
