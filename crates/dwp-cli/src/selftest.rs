@@ -298,9 +298,17 @@ fn ledger(s: &Scratch, t: &mut Probes) {
         format_args!("{:?}", s.types()),
     );
     t.expect("an unknown task is refused", &s.ledger(&["start", "--task", "T-nine"]), 1, "T-nine");
+    t.check(
+        "the refusal is recorded",
+        s.types() == ["approval", "refusal"],
+        format_args!("{:?}", s.types()),
+    );
     t.expect("a task starts", &s.ledger(&["start", "--task", "T-one"]), 0, "OK: task_start T-one");
+    let compound =
+        ["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true && true\""];
+    t.expect("a compound gate command is refused", &s.ledger(&compound), 1, "shell syntax");
     let gate = ["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""];
-    t.expect("a declared gate runs and is observed", &s.ledger(&gate), 0, "RAN: exit 0, seq 3");
+    t.expect("a declared gate runs and is observed", &s.ledger(&gate), 0, "RAN: exit 0, seq 5");
     let before = s.journal().len();
     t.expect(
         "completion without every criterion is refused (exit 4)",

@@ -46,6 +46,7 @@ mod mint;
 mod plan;
 mod project;
 mod reader;
+mod refusal;
 mod roll;
 mod summary;
 mod values;
