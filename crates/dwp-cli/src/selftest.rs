@@ -670,10 +670,12 @@ fn context(s: &Scratch, t: &mut Probes) {
     s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"false\""]);
     let run = ctx(&["manifest", "--task", "T-one"]);
     let doc = canonical_json::parse(run.stdout.trim_end().as_bytes()).unwrap_or(Value::Null);
-    let failed = doc.get("dead_ends").and_then(Value::as_array).map_or(0, |d| {
-        d.iter().filter(|e| e.get("kind").and_then(Value::as_str) == Some("failed_gate")).count()
+    // `false` is not the check declared for AC-pass: the gate is refused, and the recorded
+    // refusal is the dead end.
+    let refused = doc.get("dead_ends").and_then(Value::as_array).map_or(0, |d| {
+        d.iter().filter(|e| e.get("kind").and_then(Value::as_str) == Some("refusal")).count()
     });
-    t.check("a failed gate enters the dead-end digest", failed == 1, run.all());
+    t.check("a refused gate enters the dead-end digest", refused == 1, run.all());
     t.check("an open criterion asks for evidence", step(&run) == "evidence", run.all());
     let md = ctx(&["manifest", "--task", "T-one", "--md"]);
     t.check(

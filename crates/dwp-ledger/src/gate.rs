@@ -218,13 +218,9 @@ impl Writer {
         fs::write(&log_path, log).map_err(|e| io_fail(&log_path, e))?;
         let rel_log = format!("gates/{}/{log_name}", req.task);
         let cwd = std::path::absolute(&root).unwrap_or(root);
-        // The exact argv, reversibly: the words as written when the string parses back to them,
-        // else their POSIX-quoted join (an argv array with spaces or quotes inside a word).
-        let recorded = if shlex::split(&joined).as_deref() == Some(&admitted.argv[..]) {
-            joined.clone()
-        } else {
-            shlex::try_join(admitted.argv.iter().map(String::as_str)).unwrap_or(joined.clone())
-        };
+        // The exact argv, reversibly: its words as written when they read back as the same
+        // words, else POSIX-quoted (an argv array with spaces or quotes inside a word).
+        let recorded = gate::shown(&admitted.argv);
         let payload = obj([
             ("command", s(&recorded)),
             ("cwd", s(&cwd.to_string_lossy())),

@@ -170,12 +170,23 @@ pub fn admit<'a>(
                 "gate command {} is not the check {} that task {task_id} declares for {criterion} \
                  — a criterion closes only on the command declared for it (amend the contract to \
                  change the check)",
-                repr_str(&joined),
-                repr_str(&check.join(" "))
+                repr_str(&shown(&argv)),
+                repr_str(&shown(&check))
             ),
         ));
     }
     Ok(Admission { criterion, argv })
+}
+
+/// An argv as one line: its words joined with spaces where that reads back as the same words,
+/// else POSIX-quoted (`sh -c 'echo a; exit 3'`).
+pub fn shown(argv: &[String]) -> String {
+    let plain = argv.join(" ");
+    if shlex::split(&plain).as_deref() == Some(argv) {
+        plain
+    } else {
+        shlex::try_join(argv.iter().map(String::as_str)).unwrap_or(plain)
+    }
 }
 
 /// The contract's `scope.allowed_command_classes`.
