@@ -495,28 +495,44 @@ pub(crate) fn assert_matches_goldens(dir: &Path, produced: &[(String, String)]) 
     );
 }
 
-/// A golden file where `dwp` differs from the upstream recording on purpose. The recording
-/// stays as upstream wrote it; `dwp`'s own output for that file is kept (and compared) under
-/// `golden-ours/<set>/<file>` (labelled "ours" there), or, with `absent`, `dwp` produces no such
-/// file at all. Each entry is checked to still diverge, so the table cannot go stale; every
-/// divergence is listed in ARCHITECTURE.md ("Divergences from the upstream helpers").
+/// A golden file that is not (or not only) an upstream recording. The recordings stay as
+/// upstream wrote them; `dwp`'s own output for such a file is kept (and compared) under
+/// `golden-ours/<set>/<file>`, which holds nothing else. Every entry is checked, so the table
+/// cannot go stale; the divergences are listed in ARCHITECTURE.md ("Divergences from the
+/// upstream helpers").
 pub(crate) struct Divergence {
     /// The golden file name.
     pub(crate) file: &'static str,
-    /// Why `dwp` differs (the issue and the rule).
+    /// Why (the issue and the rule).
     pub(crate) why: &'static str,
-    /// `dwp` does not produce this file.
-    pub(crate) absent: bool,
+    /// How the file relates to the recording.
+    pub(crate) kind: DivergenceKind,
+}
+
+/// How a [`Divergence`] relates to the upstream recording.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DivergenceKind {
+    /// `dwp` differs from the recorded file on purpose (it must still differ).
+    Differs,
+    /// Upstream recorded this file; `dwp` produces none.
+    Absent,
+    /// No upstream recording exists: the expected file was derived, and is ours.
+    Derived,
 }
 
 /// A diverging file whose `dwp` output is kept in `golden-ours/`.
 pub(crate) const fn ours(file: &'static str, why: &'static str) -> Divergence {
-    Divergence { file, why, absent: false }
+    Divergence { file, why, kind: DivergenceKind::Differs }
 }
 
 /// A golden file `dwp` does not produce.
 pub(crate) const fn absent(file: &'static str, why: &'static str) -> Divergence {
-    Divergence { file, why, absent: true }
+    Divergence { file, why, kind: DivergenceKind::Absent }
+}
+
+/// An expected file that no upstream run recorded (kept in `golden-ours/` only).
+pub(crate) const fn derived(file: &'static str, why: &'static str) -> Divergence {
+    Divergence { file, why, kind: DivergenceKind::Derived }
 }
 
 /// Where `dwp`'s own output of a diverging golden file of `set` is kept.
@@ -538,39 +554,56 @@ pub(crate) fn assert_matches_with_divergences(
     let mut failures = Vec::new();
     for d in divergences {
         let made = produced.iter().find(|(n, _)| n == d.file);
-        match (d.absent, made) {
-            (true, Some(_)) => {
-                failures.push(format!("== {}: listed absent, dwp produced it", d.file))
+        let upstream = std::fs::read_to_string(dir.join(d.file)).ok();
+        let body = match (d.kind, made) {
+            (DivergenceKind::Absent, Some(_)) => {
+                failures.push(format!("== {}: listed absent, dwp produced it", d.file));
+                continue;
             }
-            (true, None) => {
-                if !dir.join(d.file).is_file() {
-                    failures
-                        .push(format!("== {}: listed absent, upstream has no such file", d.file));
+            (DivergenceKind::Absent, None) => {
+                if upstream.is_none() {
+                    failures.push(format!("== {}: listed absent, no upstream file", d.file));
                 }
+                continue;
             }
-            (false, None) => failures.push(format!("== {}: diverging file not produced", d.file)),
-            (false, Some((_, body))) => {
-                let upstream = std::fs::read_to_string(dir.join(d.file)).unwrap_or_default();
-                if &upstream == body {
-                    failures.push(format!(
-                        "== {}: listed as a divergence but matches upstream ({})",
-                        d.file, d.why
-                    ));
-                }
-                if regen {
-                    std::fs::create_dir_all(&ours).unwrap();
-                    std::fs::write(ours.join(d.file), body).unwrap();
-                    continue;
-                }
-                let kept = std::fs::read_to_string(ours.join(d.file))
-                    .unwrap_or_else(|e| panic!("golden-ours/{set}/{} unreadable: {e}", d.file));
-                if &kept != body {
-                    failures.push(format!(
-                        "== {} (ours: {})\n-- golden-ours\n{kept}\n-- dwp\n{body}",
-                        d.file, d.why
-                    ));
-                }
+            (_, None) => {
+                failures.push(format!("== {}: listed, but dwp did not produce it", d.file));
+                continue;
             }
+            (DivergenceKind::Differs, Some((_, body))) => {
+                if upstream.as_ref() == Some(body) {
+                    failures.push(format!("== {}: matches upstream ({})", d.file, d.why));
+                }
+                body
+            }
+            (DivergenceKind::Derived, Some((_, body))) => {
+                if upstream.is_some() {
+                    failures.push(format!("== {}: derived, yet the upstream set has it", d.file));
+                }
+                body
+            }
+        };
+        if regen {
+            std::fs::create_dir_all(&ours).unwrap();
+            std::fs::write(ours.join(d.file), body).unwrap();
+            continue;
+        }
+        let kept = std::fs::read_to_string(ours.join(d.file))
+            .unwrap_or_else(|e| panic!("golden-ours/{set}/{} unreadable: {e}", d.file));
+        if &kept != body {
+            failures.push(format!(
+                "== {} (ours: {})\n-- golden-ours\n{kept}\n-- dwp\n{body}",
+                d.file, d.why
+            ));
+        }
+    }
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !["regen.sh", "README.md", "UPSTREAM_COMMIT"].contains(&name.as_str())
+            && !produced.iter().any(|(n, _)| *n == name)
+            && !divergences.iter().any(|d| d.file == name)
+        {
+            failures.push(format!("== {name}: upstream produced it, dwp did not"));
         }
     }
     for (name, body) in produced {
