@@ -123,22 +123,17 @@ impl Writer {
         }
     }
 
-    /// Records the refusal of a human-actor append that carries no human-authority marker
-    /// (`--human-note` or a terminal confirmation) and returns `err`.
+    /// Records the refusal of `request` by a human actor (`identity`) that carries no
+    /// human-authority marker (`--human-note` or a terminal confirmation) and returns `err`.
     pub fn refuse_human_marker(
         &mut self,
-        etype: &str,
+        request: &'static str,
+        subject: &str,
         identity: &str,
         err: LedgerError,
     ) -> LedgerError {
-        let r = refusal(
-            "ledger append",
-            Stage::Gate,
-            Rule::HumanAuthority,
-            etype,
-            identity,
-            &err.to_string(),
-        );
+        let stage = if request == "ledger amend" { Stage::Authorize } else { Stage::Gate };
+        let r = refusal(request, stage, Rule::HumanAuthority, subject, identity, &err.to_string());
         self.refused(&r, err)
     }
 }

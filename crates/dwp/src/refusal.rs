@@ -60,11 +60,14 @@ pub enum Rule {
     Signoff,
     /// A human actor with no human-authority marker.
     HumanAuthority,
+    /// A contract amendment the amendment rules refuse (revision, parent, plan, generation,
+    /// validity, a different pending revision, the mechanism).
+    Amendment,
 }
 
 impl Rule {
     /// Every rule, for tables and checks.
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 13] = [
         Rule::UnknownId,
         Rule::GateIntent,
         Rule::TaskWindow,
@@ -77,6 +80,7 @@ impl Rule {
         Rule::Catalog,
         Rule::Signoff,
         Rule::HumanAuthority,
+        Rule::Amendment,
     ];
 
     /// The rule's name as recorded.
@@ -94,6 +98,7 @@ impl Rule {
             Rule::Catalog => "event-catalog",
             Rule::Signoff => "signoff",
             Rule::HumanAuthority => "human-authority",
+            Rule::Amendment => "amendment",
         }
     }
 

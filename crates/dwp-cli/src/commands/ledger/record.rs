@@ -116,7 +116,8 @@ pub(super) fn append(
             Err(err) => {
                 // A permission refusal by the plan's rules: recorded like any other.
                 let mut writer = super::open_writer_with(plan_arg, force, plan::Load::Tail)?;
-                let err = writer.refuse_human_marker(&etype, &actor.actor_identity, err);
+                let err =
+                    writer.refuse_human_marker("ledger append", &etype, &actor.actor_identity, err);
                 super::finish(writer)?;
                 return Err(err);
             }
