@@ -393,3 +393,38 @@ fn status_and_the_tasks_view_show_refusals_beside_their_task() {
     let tasks = std::fs::read_to_string(p.join("views/tasks.md")).unwrap();
     assert!(tasks.contains("- T-one: 7 refusal(s), the last at seq 9"), "{tasks}");
 }
+
+/// Refusals that record nothing because the plan itself is in doubt or not there yet: `start`
+/// on a plan whose manifest pointer names no revision of its contract, and `materialize` of a
+/// contract with an id no command line could name (a 1 MiB task id).
+#[test]
+fn a_damaged_manifest_or_an_unnameable_id_writes_nothing() {
+    let s = Scratch::new();
+    s.materialize();
+    let manifest = s.plan().join("manifest.json");
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    let before = crate::support::tree(&s.plan());
+    for garbage in ["\"zz\"", "null", &format!("\"{}\"", "0".repeat(64))] {
+        let doc = canonical_json::parse(good.as_bytes()).unwrap();
+        let id = doc.pointer("/contract/id").and_then(Value::as_str).unwrap();
+        std::fs::write(&manifest, good.replace(&format!("\"{id}\""), garbage)).unwrap();
+        let after_edit = crate::support::tree(&s.plan());
+        let out = s.ledger(&["start", "--task", "T-one"]);
+        expect(&out, 1, "is no revision of this plan's contract");
+        assert_eq!(after_edit, crate::support::tree(&s.plan()), "{garbage}: nothing written");
+    }
+    std::fs::write(&manifest, &good).unwrap();
+    assert_eq!(before, crate::support::tree(&s.plan()));
+    expect(&s.ledger(&["start", "--task", "T-one"]), 0, "OK: task_start T-one");
+
+    let fresh = Scratch::new();
+    let huge = format!("T-{}", "a".repeat(1 << 20));
+    let contract = crate::support::CONTRACT.replace("\"T-two\"", &format!("\"{huge}\""));
+    std::fs::write(fresh.contract_file(), contract).unwrap();
+    let before = crate::support::tree(&fresh.plan());
+    let c = fresh.contract_file();
+    let out = fresh.ledger(&["materialize", "--contract", c.to_str().unwrap()]);
+    expect(&out, 1, "a task id of 1048578 bytes (sha256:");
+    assert!(text(&out.stderr).len() < 1000, "the id is not echoed");
+    assert_eq!(before, crate::support::tree(&fresh.plan()));
+}
