@@ -67,21 +67,36 @@ impl Writer {
         let mut refused = Vec::new();
         let mut in_repo: Vec<(String, PathBuf)> = Vec::new();
         let root = self.plan.repo_root();
+        // Where a resolved file sits in the plan folder, from its real path (never from the
+        // pointer's text, whose `..` could climb out of the destination).
+        let plan_real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        let in_plan = |found: &Path| -> Option<PathBuf> {
+            let real = found.canonicalize().ok()?;
+            real.strip_prefix(&plan_real).ok().map(Path::to_path_buf)
+        };
         for pointer in cited {
             match locate(dir, &root, &pointer) {
                 Located::Inside(found) if !found.is_file() => missing.push(s(&pointer)),
-                Located::Inside(found) if found.starts_with(dir) => {
-                    if !sources.contains(&found) {
-                        sources.push(found);
+                Located::Inside(found) if in_plan(&found).is_some() => {
+                    if let Some(rel) = in_plan(&found) {
+                        let own = dir.join(rel);
+                        if !sources.contains(&own) {
+                            sources.push(own);
+                        }
                     }
                 }
                 // Divergence (DWP.md §19.9): evidence in the repository outside the plan folder
                 // is copied under `repo/<path from the repository root>` inside the bundle.
+                // The bundle path comes from the resolved path, never from the pointer's text:
+                // `/repo/../../repo/x` resolves inside the repository, but its text would climb
+                // out of the destination.
                 Located::Inside(found) => {
-                    let rel = found
-                        .strip_prefix(&root)
-                        .map_or_else(|_| pointer.clone(), |r| r.to_string_lossy().into_owned());
-                    in_repo.push((rel, found));
+                    let real = found.canonicalize().unwrap_or_else(|_| found.clone());
+                    let root_real = root.canonicalize().unwrap_or_else(|_| root.clone());
+                    match real.strip_prefix(&root_real) {
+                        Ok(rel) => in_repo.push((rel.to_string_lossy().into_owned(), found)),
+                        Err(_) => refused.push(s(&pointer)),
+                    }
                 }
                 Located::Missing => missing.push(s(&pointer)),
                 Located::Outside => refused.push(s(&pointer)),

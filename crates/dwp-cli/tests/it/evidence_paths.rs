@@ -126,10 +126,32 @@ fn export_goes_to_a_fresh_place_outside_the_plan() {
     );
     assert_eq!(tree(&full).len(), 1, "nothing written into a refused destination");
     assert_eq!(plan_before, tree(&s.plan()), "nothing written into the plan");
+    // A pointer whose text climbs (`<repo>/../../<tmp>/repo/…`) but resolves inside the
+    // repository is copied by its real path, never by its text.
+    let tmp_name = s._tmp.path().file_name().unwrap().to_str().unwrap().to_owned();
+    let climbing = format!("{}/../../{tmp_name}/repo/NOTE.txt", s.root.display());
+    std::fs::write(s.root.join("NOTE.txt"), "note\n").unwrap();
+    let add = [
+        "append",
+        "--type",
+        "observation",
+        "--trust",
+        "imported",
+        "--evidence-path",
+        &climbing,
+        "--json",
+        "{\"statement\":\"x\"}",
+    ];
+    expect(&s.ledger(&add), 0, "OK: appended observation");
     let empty = s._tmp.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let out = s.ledger(&["export", "--dest", empty.to_str().unwrap()]);
     expect(&out, 0, "");
     assert_eq!(std::fs::read_to_string(empty.join("repo/REVIEW.txt")).unwrap(), "read\n");
+    assert_eq!(std::fs::read_to_string(empty.join("repo/NOTE.txt")).unwrap(), "note\n");
+    let outside_dest = tree(s._tmp.path()).into_iter().filter(|(p, _)| !p.starts_with(&empty));
+    let written_elsewhere: Vec<_> =
+        outside_dest.filter(|(p, _)| p.ends_with("NOTE.txt") && !p.starts_with(&s.root)).collect();
+    assert!(written_elsewhere.is_empty(), "{written_elsewhere:?}");
     let _ = text(&out.stdout);
 }

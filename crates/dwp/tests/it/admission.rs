@@ -153,6 +153,30 @@ fn a_gate_is_admitted_for_a_declared_criterion_in_a_started_task_with_an_allowed
 }
 
 #[test]
+fn a_declared_check_binds_when_its_program_is_a_class() {
+    let classes = ["true".to_owned(), "make".to_owned()];
+    let task = |check: &str| {
+        value(&format!(r#"{{"gate_intent":[{{"criterion":"AC-one","check":{check:?}}}]}}"#))
+    };
+    let cases: &[(&str, Option<&[&str]>)] = &[
+        ("true", Some(&["true"])),
+        ("make test -k 'a b'", Some(&["make", "test", "-k", "a b"])),
+        // The contract validator reads a check's head by basename; so does the binding.
+        ("/usr/bin/make test", Some(&["/usr/bin/make", "test"])),
+        // A description, an unparseable check, or another program binds nothing.
+        ("a human reads it", None),
+        ("make 'open", None),
+        ("cargo test", None),
+    ];
+    for (check, argv) in cases {
+        let bound = gate::declared_check(&task(check), "AC-one", &classes);
+        let expected = argv.map(|a| a.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>());
+        assert_eq!(bound, expected, "{check}");
+    }
+    assert_eq!(gate::declared_check(&task("true"), "AC-two", &classes), None);
+}
+
+#[test]
 fn a_refusal_is_laid_out_for_the_schema_and_checked_back() {
     use dwp::refusal::{Refusal, Rule, Stage, refusal_errors};
     let r = Refusal {
