@@ -133,12 +133,15 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
 /// How many of a task's most recent refusals a summary shows.
 pub const REFUSALS_SHOWN: usize = 5;
 
-/// The recorded refusals whose subject is `task` (the last [`REFUSALS_SHOWN`], oldest first, as
-/// `{seq, stage, reason}`) and how many there are in all.
+/// The recorded refusals whose subject is `task` (or `delegate <task>`, the delegation gate's
+/// subject) — the last [`REFUSALS_SHOWN`], oldest first, as `{seq, stage, reason}` — and how
+/// many there are in all.
 pub fn task_refusals(events: &[Value], task: &str) -> (Vec<Value>, usize) {
+    let delegated = format!("delegate {task}");
     let all: Vec<&Value> = events
         .iter()
-        .filter(|e| e.str_at("type") == Some("refusal") && e.str_at("subject") == Some(task))
+        .filter(|e| e.str_at("type") == Some("refusal"))
+        .filter(|e| e.str_at("subject").is_some_and(|s| s == task || s == delegated))
         .collect();
     let shown = all[all.len().saturating_sub(REFUSALS_SHOWN)..]
         .iter()

@@ -235,3 +235,23 @@ fn a_signoff_needs_an_asserted_criterion_an_authority_and_its_owning_task() {
     let none = gate::signoff_task(&contract, &[], "AC-x", None);
     assert!(none.unwrap_err().message.contains("no task gate_intent declares AC-x"));
 }
+
+#[test]
+fn a_tasks_refusals_include_its_delegation_refusals_and_show_the_last_few() {
+    let refusal = |seq: usize, subject: &str| {
+        value(&format!(
+            r#"{{"type":"refusal","seq":{seq},"subject":"{subject}","stage":"gate","reason":"r{seq}"}}"#
+        ))
+    };
+    let mut events: Vec<Value> = (1..=7).map(|n| refusal(n, "T-one")).collect();
+    events.push(refusal(8, "delegate T-one"));
+    events.push(refusal(9, "T-two"));
+    events.push(refusal(10, "delegate T-one-more"));
+    let (shown, total) = dwp::status::task_refusals(&events, "T-one");
+    assert_eq!(total, 8);
+    let seqs: Vec<i64> =
+        shown.iter().filter_map(|r| r.get("seq").and_then(Value::as_i64)).collect();
+    assert_eq!(seqs, [4, 5, 6, 7, 8]);
+    assert_eq!(dwp::status::task_refusals(&events, "T-two").1, 1);
+    assert_eq!(dwp::status::task_refusals(&events, "T-three").1, 0);
+}
