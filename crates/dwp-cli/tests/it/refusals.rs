@@ -269,6 +269,30 @@ fn every_refused_request_appends_exactly_one_refusal_and_keeps_its_exit_code() {
             None => assert!(r.get("note").is_none(), "upstream's own form: {r:?}"),
         }
     }
+    // Each recorded refusal validates against the standard's journal-event schema itself.
+    if let Some(file) = test_support::shared("standards/dwp/schema/journal-event-v6.schema.json") {
+        let schema: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap();
+        let raw = std::fs::read_to_string(s.plan().join("journal.ndjson")).unwrap();
+        let refusals: Vec<serde_json::Value> = raw
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["type"] == "refusal")
+            .collect();
+        assert_eq!(refusals.len(), CASES.len());
+        for event in &refusals {
+            let errors: Vec<String> = validator.iter_errors(event).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{event}: {errors:?}");
+        }
+        // The check can fail: a stage outside the enum does not validate.
+        let mut bad = refusals[0].clone();
+        bad["stage"] = serde_json::json!("later");
+        assert!(!validator.is_valid(&bad));
+    }
     // The journal is still valid under the live contract, and `verify` finds each refusal
     // well-formed.
     let p = s.plan();
