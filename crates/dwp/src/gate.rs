@@ -64,7 +64,7 @@ pub const SHELL_CLASSES: [&str; 7] = ["sh", "bash", "dash", "zsh", "ksh", "mksh"
 /// Characters that make a command shell syntax: control operators (`;`, `&`, `|`, newlines),
 /// substitutions (`$`, backticks, parentheses), redirections (`<`, `>`) and comments (`#`).
 /// A gate runs one program with its arguments; any of these, quoted or not, is refused outside
-/// the script of a declared shell class (see [`admit`]).
+/// the `-c` script of a declared shell class (see [`admit`]).
 pub const SHELL_SYNTAX: [char; 12] = [';', '&', '|', '<', '>', '$', '`', '(', ')', '\n', '\r', '#'];
 
 /// Admits a gate run of `command` for `criterion` of task `task_id` (`task` is its contract
@@ -75,8 +75,8 @@ pub const SHELL_SYNTAX: [char; 12] = [';', '&', '|', '<', '>', '$', '`', '(', ')
 /// checks and texts so far, except that upstream compares the *basename* of the first word, so
 /// `/tmp/x/true` passes for `true`: here a path-qualified program passes only when a class
 /// names that exact path); the command parses into words (POSIX shell quoting, by `shlex`) and
-/// is no shell syntax ([`SHELL_SYNTAX`]) unless its program is a declared shell class run as
-/// `SHELL [-flags] -c SCRIPT`; and, when the task's `gate_intent` check for the criterion is
+/// is no shell syntax ([`SHELL_SYNTAX`]), except in the `-c` script of a declared shell class
+/// (`bash -c '…'`; `bash scripts/check.sh` has no script argument and is plain words); and, when the task's `gate_intent` check for the criterion is
 /// itself a command of a declared class, the argv is exactly that check's argv.
 ///
 /// # Errors
@@ -221,18 +221,15 @@ fn argv_of(command: Command<'_>, declared: &[String]) -> Result<Vec<String>, Ref
     let is_shell = SHELL_CLASSES.contains(&program) && declared.iter().any(|d| d == program);
     let syntax = |w: &str| w.contains(SHELL_SYNTAX);
     let offending = if is_shell {
-        // `SHELL [-flags] -c SCRIPT`: the script is the shell's to read; every other word must
-        // be plain, and nothing may follow the script.
-        let dash_c = argv.iter().position(|w| w == "-c");
-        match dash_c {
-            Some(at)
-                if at + 2 == argv.len()
-                    && argv[1..at].iter().all(|w| w.starts_with('-') && !syntax(w)) =>
-            {
-                None
-            }
-            _ => Some("a shell class runs only as SHELL [-flags] -c SCRIPT, nothing after it"),
-        }
+        // A declared shell reads its `-c` script as shell syntax (and a script file given by
+        // name); every other word must be plain, so nothing can follow the script as a second
+        // command.
+        let script = argv.iter().position(|w| w == "-c").map(|at| at + 1);
+        let plain = argv.iter().enumerate().all(|(i, w)| Some(i) == script || !syntax(w));
+        (!plain).then_some(
+            "a shell class reads only its -c script as shell syntax; every other word must be \
+             plain",
+        )
     } else {
         let raw_syntax = match command {
             Command::Text(text) => syntax(text),

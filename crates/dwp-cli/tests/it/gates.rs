@@ -177,7 +177,8 @@ fn a_gate_is_bound_to_its_criterion() {
 
 /// With a shell class declared and a check written as `sh -c '…'`, the script runs through
 /// that shell and the recorded command is the exact argv (POSIX-quoted when an argv array
-/// holds spaces); anything after the script is refused.
+/// holds spaces); shell syntax in any other word (a second command after the script) is
+/// refused.
 #[test]
 fn a_declared_shell_class_runs_its_script_and_the_argv_is_recorded() {
     let s = Scratch::new();
@@ -190,7 +191,15 @@ fn a_declared_shell_class_runs_its_script_and_the_argv_is_recorded() {
     s.materialize();
     expect(&s.ledger(&["start", "--task", "T-one"]), 0, "OK");
     let tail = "sh -c 'true && echo ok > shell-ok.txt' ; touch X";
-    expect(&gate(&s, "T-one", "AC-pass", &format!("\"{tail}\"")), 1, "nothing after it");
+    expect(
+        &gate(&s, "T-one", "AC-pass", &format!("\"{tail}\"")),
+        1,
+        "every other word must be plain",
+    );
+    // A shell class running a script file by name is plain words: it passes the syntax rule
+    // (and is then refused only because it is not the declared check).
+    expect(&gate(&s, "T-one", "AC-pass", "\"sh check.sh\""), 1, "is not the check");
+    assert!(str_at(&last(&s), "reason").starts_with("criterion-binding: "));
     let argv = r#"["sh", "-c", "true && echo ok > shell-ok.txt"]"#;
     expect(&gate(&s, "T-one", "AC-pass", argv), 0, "RAN: exit 0");
     assert!(s.root.join("shell-ok.txt").is_file());
