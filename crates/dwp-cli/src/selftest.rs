@@ -298,9 +298,17 @@ fn ledger(s: &Scratch, t: &mut Probes) {
         format_args!("{:?}", s.types()),
     );
     t.expect("an unknown task is refused", &s.ledger(&["start", "--task", "T-nine"]), 1, "T-nine");
+    t.check(
+        "the refusal is recorded",
+        s.types() == ["approval", "refusal"],
+        format_args!("{:?}", s.types()),
+    );
     t.expect("a task starts", &s.ledger(&["start", "--task", "T-one"]), 0, "OK: task_start T-one");
+    let compound =
+        ["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true && true\""];
+    t.expect("a compound gate command is refused", &s.ledger(&compound), 1, "shell syntax");
     let gate = ["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""];
-    t.expect("a declared gate runs and is observed", &s.ledger(&gate), 0, "RAN: exit 0, seq 3");
+    t.expect("a declared gate runs and is observed", &s.ledger(&gate), 0, "RAN: exit 0, seq 5");
     let before = s.journal().len();
     t.expect(
         "completion without every criterion is refused (exit 4)",
@@ -662,10 +670,12 @@ fn context(s: &Scratch, t: &mut Probes) {
     s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"false\""]);
     let run = ctx(&["manifest", "--task", "T-one"]);
     let doc = canonical_json::parse(run.stdout.trim_end().as_bytes()).unwrap_or(Value::Null);
-    let failed = doc.get("dead_ends").and_then(Value::as_array).map_or(0, |d| {
-        d.iter().filter(|e| e.get("kind").and_then(Value::as_str) == Some("failed_gate")).count()
+    // `false` is not the check declared for AC-pass: the gate is refused, and the recorded
+    // refusal is the dead end.
+    let refused = doc.get("dead_ends").and_then(Value::as_array).map_or(0, |d| {
+        d.iter().filter(|e| e.get("kind").and_then(Value::as_str) == Some("refusal")).count()
     });
-    t.check("a failed gate enters the dead-end digest", failed == 1, run.all());
+    t.check("a refused gate enters the dead-end digest", refused == 1, run.all());
     t.check("an open criterion asks for evidence", step(&run) == "evidence", run.all());
     let md = ctx(&["manifest", "--task", "T-one", "--md"]);
     t.check(

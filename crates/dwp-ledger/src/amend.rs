@@ -9,11 +9,13 @@ use std::time::SystemTime;
 
 use canonical_json::{Map, Value};
 use dwp::contract::{contract_id, revision_content_bytes};
+use dwp::refusal::{Rule, Stage};
 use dwp::validate::{self, contract_generation};
 
-use crate::error::{Result, fail, io_fail};
+use crate::error::{LedgerError, Result, fail, io_fail};
 use crate::files::{read_json_named, refuse_symlink, write_pretty};
 use crate::plan::{Plan, plan_markdown_digest};
+use crate::refusal::refusal;
 use crate::values::{actor, obj, s};
 use crate::writer::Writer;
 
@@ -171,8 +173,38 @@ fn chain_of(plan: &Plan) -> Result<HashMap<String, Value>> {
 /// Runs (or resumes) an amendment of the plan at `plan_dir`.
 ///
 /// # Errors
-/// The upstream refusals (nothing written), lock, journal and I/O failures.
+/// The upstream refusals (each recorded as a `refusal` event at stage `authorize`, nothing
+/// else written), lock, journal and I/O failures.
 pub fn amend(plan_dir: &Path, req: &AmendRequest, now: SystemTime) -> Result<AmendOutcome> {
+    match amend_checked(plan_dir, req, now) {
+        // Every refusal of the draft comes before the writer is opened (the amendment's own
+        // steps follow it); record it under the plan lock, then report it unchanged.
+        Err(LedgerError::Failed(message))
+            if message.starts_with("amend refused") || message.starts_with("mechanism ") =>
+        {
+            let err = LedgerError::Failed(message.clone());
+            let Ok(plan) = Plan::load(plan_dir) else { return Err(err) };
+            let mut writer = Writer::open(plan, false, now)?;
+            let draft = canonical_json::to_python_compact(&req.draft)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let r = refusal(
+                "ledger amend",
+                Stage::Authorize,
+                Rule::Amendment,
+                "amendment",
+                &draft,
+                &message,
+            );
+            let err = writer.refused(&r, err);
+            writer.close()?;
+            Err(err)
+        }
+        other => other,
+    }
+}
+
+fn amend_checked(plan_dir: &Path, req: &AmendRequest, now: SystemTime) -> Result<AmendOutcome> {
     let plan = Plan::load(plan_dir)?;
     let live = plan.contract.clone();
     let live_rev = live.get("revision").and_then(Value::as_i64).unwrap_or(1);

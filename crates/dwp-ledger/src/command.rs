@@ -2,7 +2,7 @@
 //! group, killed as a group on timeout; output decoded as Python text mode.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -49,6 +49,33 @@ impl GateCommand {
             GateCommand::Argv(argv) => Value::Array(argv.iter().map(|a| s(a)).collect()),
         }
     }
+}
+
+/// The executable a gate's program names, as the allow-list means it.
+///
+/// A bare name (`true`) is looked up on `PATH` only, skipping empty and relative entries and
+/// any entry inside the repository (`repo`): a file named `true` in the repository, or an
+/// `./true`, is never the class `true`. A path-qualified name was admitted only because a
+/// class names that exact path; it is taken as written, relative to the repository root.
+/// `None` when nothing executable is found.
+pub(crate) fn resolve_program(program: &str, repo: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable =
+        |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let path = repo.join(program);
+        return executable(&path).then_some(path);
+    }
+    let repo_real = repo.canonicalize().ok();
+    let path_var = std::env::var_os("PATH")?;
+    std::env::split_paths(&path_var)
+        .filter(|dir| dir.is_absolute())
+        .filter(|dir| {
+            let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+            repo_real.as_ref().is_none_or(|r| !real.starts_with(r))
+        })
+        .map(|dir| dir.join(program))
+        .find(|candidate| executable(candidate))
 }
 
 pub(crate) enum RunResult {

@@ -11,29 +11,64 @@ use dwp::projection::{self, seq_of};
 use dwp::py::repr_str;
 
 use crate::error::{Result, fail};
-use crate::files::safe_relative;
+use crate::files::{normalize, safe_relative};
 use crate::plan::{EVIDENCE_NAME, Plan};
 
-/// Resolves an evidence pointer: absolute as given, else under the plan dir or repo root.
-/// Relative pointers may not escape those roots (by `..` or by symlink).
-pub(crate) fn resolve_evidence(plan: &Plan, pointer: &str) -> Option<PathBuf> {
+/// Where an evidence pointer leads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Located {
+    /// An existing path inside the plan folder or the repository (after symlinks).
+    Inside(PathBuf),
+    /// Outside both (by an absolute path, by `..`, or by a symlink), or not a path at all.
+    Outside,
+    /// A path inside both roots, lexically, that does not exist.
+    Missing,
+}
+
+/// Locates `pointer` against the plan folder and the repository root. Absolute pointers and
+/// relative ones alike must resolve, after every symlink, under one of the two roots: the
+/// upstream helper accepts any absolute path that is a file (`/etc/passwd`, `/proc/self/environ`),
+/// which would hash and export files from anywhere on the machine.
+pub(crate) fn locate(plan_dir: &Path, repo_root: &Path, pointer: &str) -> Located {
+    let roots: Vec<PathBuf> =
+        [plan_dir, repo_root].iter().filter_map(|r| r.canonicalize().ok()).collect();
+    let inside = |real: &Path| roots.iter().any(|r| real.starts_with(r));
     let p = Path::new(pointer);
-    if p.is_absolute() {
-        return p.is_file().then(|| p.to_path_buf());
+    if pointer.is_empty() || pointer.contains('\0') {
+        return Located::Outside;
     }
-    if !safe_relative(pointer) {
-        return None;
-    }
-    for base in [plan.dir.clone(), plan.repo_root()] {
-        let full = base.join(p);
-        if full.is_file()
-            && let (Ok(real), Ok(real_base)) = (full.canonicalize(), base.canonicalize())
-            && real.starts_with(&real_base)
-        {
-            return Some(full);
+    let candidates: Vec<PathBuf> = if p.is_absolute() {
+        vec![p.to_path_buf()]
+    } else if safe_relative(pointer) {
+        vec![plan_dir.join(p), repo_root.join(p)]
+    } else {
+        return Located::Outside;
+    };
+    let mut outside = false;
+    for full in candidates {
+        match full.canonicalize() {
+            Ok(real) if inside(&real) => return Located::Inside(full),
+            Ok(_) => outside = true,
+            // A path that does not exist: outside when its lexical form already leaves the
+            // roots (an absolute pointer elsewhere), else merely missing.
+            Err(_) => {
+                let lexical = normalize(&full).unwrap_or_default();
+                let lexical_roots = [plan_dir, repo_root].map(|r| normalize(r).unwrap_or_default());
+                if !lexical_roots.iter().any(|r| lexical.starts_with(r)) {
+                    outside = true;
+                }
+            }
         }
     }
-    None
+    if outside { Located::Outside } else { Located::Missing }
+}
+
+/// Resolves an evidence pointer to an existing file inside the plan folder or the repository.
+pub(crate) fn resolve_evidence(plan: &Plan, pointer: &str) -> Option<PathBuf> {
+    match locate(&plan.dir, &plan.repo_root(), pointer) {
+        Located::Inside(found) if found.is_file() => Some(found),
+        _ => None,
+    }
 }
 
 /// The resolved artifact an `observed`/`imported` record (or a sign-off) cites.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use canonical_json::{Map, Value};
 
 use crate::error::{Result, fail, io_fail};
-use crate::evidence::resolve_evidence;
+use crate::evidence::{Located, locate};
 use crate::files::read_json_named;
 use crate::plan::{EVIDENCE_NAME, LOCK_IDENTITY};
 use crate::values::{obj, s};
@@ -16,11 +16,16 @@ impl Writer {
     /// `export --dest DIR`: journal, snapshot, contracts, archives, cache, gate logs and cited
     /// evidence, with `EXPORT_MANIFEST.json`.
     ///
+    /// Only files inside the plan folder or the repository are copied: a cited path elsewhere
+    /// (an absolute `/etc/shadow`, a symlink out of the repository) is listed under
+    /// `outside_evidence` and never read.
+    ///
     /// # Errors
-    /// I/O.
+    /// A destination that is not empty or lies inside the plan folder (nothing is written), I/O.
     pub fn export(&self, dest: &Path) -> Result<Value> {
-        fs::create_dir_all(dest).map_err(|e| io_fail(dest, e))?;
         let dir = &self.plan.dir;
+        check_destination(dir, dest)?;
+        fs::create_dir_all(dest).map_err(|e| io_fail(dest, e))?;
         let mut sources: Vec<PathBuf> = vec![self.plan.journal_path(), dir.join("state.json")];
         let chain = dir.join("contracts");
         if chain.is_dir() {
@@ -59,18 +64,42 @@ impl Writer {
         cited.sort();
         cited.dedup();
         let mut missing = Vec::new();
-        let mut outside: Vec<(String, PathBuf)> = Vec::new();
+        let mut refused = Vec::new();
+        let mut in_repo: Vec<(String, PathBuf)> = Vec::new();
+        let root = self.plan.repo_root();
+        // Where a resolved file sits in the plan folder, from its real path (never from the
+        // pointer's text, whose `..` could climb out of the destination).
+        let plan_real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        let in_plan = |found: &Path| -> Option<PathBuf> {
+            let real = found.canonicalize().ok()?;
+            real.strip_prefix(&plan_real).ok().map(Path::to_path_buf)
+        };
         for pointer in cited {
-            match resolve_evidence(&self.plan, &pointer) {
-                Some(found) if found.starts_with(dir) => {
-                    if !sources.contains(&found) {
-                        sources.push(found);
+            match locate(dir, &root, &pointer) {
+                Located::Inside(found) if !found.is_file() => missing.push(s(&pointer)),
+                Located::Inside(found) if in_plan(&found).is_some() => {
+                    if let Some(rel) = in_plan(&found) {
+                        let own = dir.join(rel);
+                        if !sources.contains(&own) {
+                            sources.push(own);
+                        }
                     }
                 }
-                // Divergence (DWP.md §19.9): evidence outside the plan folder is copied under
-                // `repo/<relpath>` inside the bundle, never to a path escaping it.
-                Some(found) => outside.push((pointer, found)),
-                None => missing.push(s(&pointer)),
+                // Divergence (DWP.md §19.9): evidence in the repository outside the plan folder
+                // is copied under `repo/<path from the repository root>` inside the bundle.
+                // The bundle path comes from the resolved path, never from the pointer's text:
+                // `/repo/../../repo/x` resolves inside the repository, but its text would climb
+                // out of the destination.
+                Located::Inside(found) => {
+                    let real = found.canonicalize().unwrap_or_else(|_| found.clone());
+                    let root_real = root.canonicalize().unwrap_or_else(|_| root.clone());
+                    match real.strip_prefix(&root_real) {
+                        Ok(rel) => in_repo.push((rel.to_string_lossy().into_owned(), found)),
+                        Err(_) => refused.push(s(&pointer)),
+                    }
+                }
+                Located::Missing => missing.push(s(&pointer)),
+                Located::Outside => refused.push(s(&pointer)),
             }
         }
         let gates = dir.join("gates");
@@ -98,16 +127,8 @@ impl Writer {
             let Ok(rel) = src.strip_prefix(dir) else { continue };
             copy(src, &rel.to_string_lossy())?;
         }
-        for (pointer, found) in &outside {
-            let rel = if Path::new(pointer).is_absolute() {
-                format!(
-                    "external/{}",
-                    found.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
-                )
-            } else {
-                format!("repo/{pointer}")
-            };
-            copy(found, &rel)?;
+        for (rel, found) in &in_repo {
+            copy(found, &format!("repo/{rel}"))?;
         }
         let mut manifest = obj([
             ("exported_by", s(LOCK_IDENTITY)),
@@ -118,6 +139,9 @@ impl Writer {
         if !missing.is_empty() {
             manifest.insert("missing_evidence".into(), Value::Array(missing));
         }
+        if !refused.is_empty() {
+            manifest.insert("outside_evidence".into(), Value::Array(refused));
+        }
         let manifest = Value::Object(manifest);
         let mut bytes =
             canonical_json::to_python_pretty(&manifest).map_err(|e| fail(e.to_string()))?;
@@ -126,6 +150,43 @@ impl Writer {
         fs::write(&path, bytes).map_err(|e| io_fail(&path, e))?;
         Ok(manifest)
     }
+}
+
+/// An export goes to a fresh place: a destination that does not exist yet or is an empty
+/// folder, and never inside the plan folder (the bundle would copy itself and sit among the
+/// records it copies).
+fn check_destination(plan_dir: &Path, dest: &Path) -> Result<()> {
+    let abs = std::path::absolute(dest).map_err(|e| io_fail(dest, e))?;
+    // Resolve the deepest existing ancestor (symlinks included), then the rest as written.
+    let mut existing = abs.as_path();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        let (Some(parent), Some(name)) = (existing.parent(), existing.file_name()) else { break };
+        rest.push(name.to_owned());
+        existing = parent;
+    }
+    let mut real = existing.canonicalize().unwrap_or_else(|_| existing.to_path_buf());
+    real.extend(rest.iter().rev());
+    let plan_real = plan_dir.canonicalize().unwrap_or_else(|_| plan_dir.to_path_buf());
+    if real.starts_with(&plan_real) {
+        return Err(fail(format!(
+            "export destination {} lies inside the plan folder — an export is a copy kept \
+             elsewhere; nothing was written",
+            abs.display()
+        )));
+    }
+    if fs::symlink_metadata(&abs).is_ok() {
+        let empty =
+            abs.is_dir() && fs::read_dir(&abs).map_err(|e| io_fail(&abs, e))?.next().is_none();
+        if !empty {
+            return Err(fail(format!(
+                "export destination {} exists and is not an empty folder — an export never \
+                 overwrites; name a new folder (nothing was written)",
+                abs.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -7,11 +7,14 @@ use canonical_json::{Number, Value};
 use dwp::gate;
 use dwp::projection::{self, seq_of};
 
-use crate::command::{GateCommand, RunResult, run_command};
+use dwp::refusal::{Rule, Stage};
+
+use crate::command::{GateCommand, RunResult, resolve_program, run_command};
 use crate::error::{Result, fail, io_fail};
 use crate::evidence;
 use crate::files::refuse_symlink;
 use crate::plan::EVIDENCE_NAME;
+use crate::refusal::refusal;
 use crate::values::{int, obj, s};
 use crate::writer::Writer;
 
@@ -112,20 +115,58 @@ impl Writer {
     /// `gate`: runs a declared check and records an observed `gate_run`.
     ///
     /// # Errors
-    /// The upstream preconditions (not recorded), a missing argv binary, collision, I/O.
+    /// A refused request (recorded as a `refusal` event first: unknown task, criterion outside
+    /// the task's intent, task not started, command class, shell syntax, criterion binding), a
+    /// program not found (nothing ran, nothing recorded), collision, I/O.
     pub fn run_gate(&mut self, req: &GateRequest) -> Result<GateOutcome> {
-        let task = self.task(&req.task)?;
         let joined = req.command.joined();
+        let task = match self.task(&req.task) {
+            Ok(task) => task,
+            Err(err) => {
+                let r = refusal(
+                    "ledger gate",
+                    Stage::Gate,
+                    Rule::UnknownId,
+                    &req.task,
+                    &req.task,
+                    &err.to_string(),
+                );
+                return Err(self.refused(&r, err));
+            }
+        };
         let started = projection::task_start_seq_of(&self.events, &req.task).is_some();
-        let criterion = gate::admit(
+        let form = match &req.command {
+            GateCommand::Shell(text) => gate::Command::Text(text),
+            GateCommand::Argv(argv) => gate::Command::Argv(argv),
+        };
+        let admitted = gate::admit(
             &self.plan.contract,
             &req.task,
             &task,
             req.criterion.as_deref(),
             started,
-            &joined,
-        )
-        .map_err(fail)?;
+            form,
+        );
+        let admitted = match admitted {
+            Ok(admitted) => admitted,
+            Err(refused) => {
+                // The offending value: the command, except for a criterion refusal.
+                let value = match refused.rule {
+                    Rule::GateIntent => req.criterion.clone().unwrap_or_default(),
+                    _ => joined.clone(),
+                };
+                let r = refusal(
+                    "ledger gate",
+                    Stage::Gate,
+                    refused.rule,
+                    &req.task,
+                    &value,
+                    &refused.message,
+                );
+                return Err(self.refused(&r, fail(refused.message)));
+            }
+        };
+        let criterion = admitted.criterion;
         let command_value = req.command.to_value();
         let fp = self.fingerprint(&req.task, &command_value, req.selection.as_deref())?;
         if req.reuse
@@ -147,7 +188,17 @@ impl Writer {
         let log_name =
             format!("{:03}-{}.log", self.next_seq()?, if slug.is_empty() { "gate" } else { &slug });
         let log_path = log_dir.join(&log_name);
-        let run = run_command(&req.command, &root, req.timeout.seconds())?;
+        // The program as the allow-list means it: a PATH lookup that skips relative entries and
+        // the repository itself, or the exact path a class names (resolved from the repository
+        // root). The admitted argv runs directly; no shell reads it.
+        let run = match resolve_program(&admitted.argv[0], &root) {
+            Some(program) => {
+                let mut argv = admitted.argv.clone();
+                argv[0] = program.to_string_lossy().into_owned();
+                run_command(&GateCommand::Argv(argv), &root, req.timeout.seconds())?
+            }
+            None => RunResult::NotFound,
+        };
         let (exit_code, out, err) = match run {
             RunResult::Finished { code, stdout, stderr } => (code, stdout, stderr),
             RunResult::TimedOut { stdout } => {
@@ -167,8 +218,11 @@ impl Writer {
         fs::write(&log_path, log).map_err(|e| io_fail(&log_path, e))?;
         let rel_log = format!("gates/{}/{log_name}", req.task);
         let cwd = std::path::absolute(&root).unwrap_or(root);
+        // The exact argv, reversibly: its words as written when they read back as the same
+        // words, else POSIX-quoted (an argv array with spaces or quotes inside a word).
+        let recorded = gate::shown(&admitted.argv);
         let payload = obj([
-            ("command", s(&joined)),
+            ("command", s(&recorded)),
             ("cwd", s(&cwd.to_string_lossy())),
             ("timeout_seconds", req.timeout.to_value()),
             ("exit_code", int(exit_code)),

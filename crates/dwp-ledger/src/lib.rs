@@ -16,14 +16,18 @@
 //!   folder, of what the read paths take from the journal, used only once the bytes it covers
 //!   hash to its digest; [`cache_file`]), `reader` (read-only journal views through
 //!   [`journal::read_typed`], and [`read_compact`], the read paths' one pass), `command`
-//!   (running a gate command in its own process group);
+//!   (resolving a gate program through `PATH`, running a command in its own process group);
 //! * `plan` ([`Plan`]: the folder, its generation and live contract), `evidence` (evidence
 //!   pointers and the `evidence.jsonl` reuse cache);
 //! * `writer` ([`Writer`]: the plan lock, the journal crate's lock and repair, and the one
 //!   append path, where every event is validated against the live contract);
+//! * `refusal` ([`Writer::refused`]: a refused request's `refusal` event, appended before the
+//!   refusal is reported);
 //! * the operations on a writer: `git` (tree state and the gate fingerprint), `mint`
 //!   ([`Writer::append`]), `lifecycle` (`start`, `signoff`, `complete`), `gate`
-//!   ([`Writer::run_gate`]), `project`, `roll`, `export`, `materialize`;
+//!   ([`Writer::run_gate`]: the admitted argv run without a shell), `project`, `roll`,
+//!   `export` (only files inside the plan or the repository, into a fresh destination),
+//!   `materialize`;
 //! * the part-2 edges: [`records`], [`verify`], [`outcomes`], [`views`], [`amend`],
 //!   [`migrate`], [`delegate`], [`context`].
 //!
@@ -46,6 +50,7 @@ mod mint;
 mod plan;
 mod project;
 mod reader;
+mod refusal;
 mod roll;
 mod summary;
 mod values;

@@ -17,6 +17,35 @@ use crate::plan::{JOURNAL_NAME, MANIFEST_URL_V6, MANIFEST_URL_V7, Plan, plan_mar
 use crate::values::{actor, obj, s};
 use crate::writer::{AppendRequest, Writer};
 
+/// The longest task or criterion id a plan may declare, in bytes. The schemas set no bound,
+/// but an id is named on command lines (`--task`, `--criterion`) and quoted in every record
+/// about it; a 1 MiB id would materialize although no command could name it (one argument
+/// holds at most 128 KiB on Linux). Stricter than upstream, which accepts any length.
+pub const MAX_ID_BYTES: usize = 256;
+
+fn check_id_lengths(contract: &Value) -> Result<()> {
+    let tasks = contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]);
+    let criteria = contract
+        .get("acceptance")
+        .and_then(|a| a.get("criteria"))
+        .and_then(Value::as_array)
+        .unwrap_or(&[]);
+    for (what, item) in
+        tasks.iter().map(|t| ("task", t)).chain(criteria.iter().map(|c| ("criterion", c)))
+    {
+        let id = item.get("id").and_then(Value::as_str).unwrap_or("");
+        if id.len() > MAX_ID_BYTES {
+            return Err(fail(format!(
+                "contract invalid: a {what} id of {} bytes ({}) exceeds {MAX_ID_BYTES} bytes — \
+                 no command line could name it; nothing was written",
+                id.len(),
+                dwp::refusal::bounded(id)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Materializes a plan: manifest → stamped contract → approval, each step resumable.
 ///
 /// Returns `(plan, contract_id, approval_seq, resumed)`.
@@ -57,6 +86,7 @@ pub fn materialize(
     if let Some(first) = errors.into_iter().next() {
         return Err(fail(format!("contract invalid: {first}")));
     }
+    check_id_lengths(&contract)?;
     let folder = plan_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let plan_name = contract.get("plan").and_then(Value::as_str).unwrap_or("").to_owned();
     if plan_name != folder {

@@ -196,6 +196,8 @@ pub fn verify(dir: &Path) -> Vec<Check> {
         ))),
         None => checks.push(Check::Pass(format!("journal valid ({} events)", events.len()))),
     }
+    checks.extend(cited_path_checks(&plan, &events));
+    checks.extend(refusal_checks(&events));
     let approved = events.iter().any(|e| {
         e.get("type").and_then(Value::as_str) == Some("approval")
             && e.get("contract_id").and_then(Value::as_str) == Some(plan.contract_id.as_str())
@@ -234,4 +236,75 @@ pub fn verify(dir: &Path) -> Vec<Check> {
         tasks.len()
     )));
     checks
+}
+
+/// Every path the records cite (each event's `evidence_path`, each `evidence.jsonl` log) must
+/// resolve inside the plan folder or the repository: a record citing `/etc/shadow`, or a
+/// symlink out of the repository, fails the plan.
+fn cited_path_checks(plan: &Plan, events: &[Value]) -> Vec<Check> {
+    let root = plan.repo_root();
+    let mut cited: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| {
+            let p = e.get("evidence_path").and_then(Value::as_str)?;
+            Some((format!("seq {}", projection::seq_of(e)), p.to_owned()))
+        })
+        .collect();
+    if let Ok(raw) = std::fs::read(plan.dir.join(crate::plan::EVIDENCE_NAME)) {
+        for (n, line) in raw.split(|b| *b == b'\n').enumerate() {
+            if let Some(log) = canonical_json::parse(line)
+                .ok()
+                .and_then(|rec| rec.get("log").and_then(Value::as_str).map(str::to_owned))
+            {
+                cited.push((format!("evidence.jsonl line {}", n + 1), log));
+            }
+        }
+    }
+    let outside: Vec<String> = cited
+        .iter()
+        .filter(|(_, p)| {
+            matches!(
+                crate::evidence::locate(&plan.dir, &root, p),
+                crate::evidence::Located::Outside
+            )
+        })
+        .map(|(at, p)| format!("{at}: {}", dwp::refusal::bounded(p)))
+        .collect();
+    match outside.first() {
+        Some(first) => vec![Check::Fail(format!(
+            "{} cited path(s) outside the plan and the repository; first: {first}",
+            outside.len()
+        ))],
+        None => vec![Check::Pass(format!(
+            "every cited path ({}) lies inside the plan or the repository",
+            cited.len()
+        ))],
+    }
+}
+
+/// Each `refusal` is well-formed ([`dwp::refusal::refusal_errors`]).
+fn refusal_checks(events: &[Value]) -> Vec<Check> {
+    let refusals: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.get("type").and_then(Value::as_str) == Some("refusal"))
+        .collect();
+    if refusals.is_empty() {
+        return Vec::new();
+    }
+    let bad: Vec<String> = refusals
+        .iter()
+        .flat_map(|e| {
+            dwp::refusal::refusal_errors(e)
+                .into_iter()
+                .map(move |m| format!("seq {}: {m}", projection::seq_of(e)))
+        })
+        .collect();
+    match bad.first() {
+        Some(first) => {
+            vec![Check::Fail(format!("{} malformed refusal(s); first: {first}", bad.len()))]
+        }
+        None => {
+            vec![Check::Pass(format!("{} refusal(s) recorded, each well-formed", refusals.len()))]
+        }
+    }
 }

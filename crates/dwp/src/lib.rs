@@ -10,7 +10,8 @@
 //! [`canonical_json::to_python_compact`] and nothing else.
 //!
 //! Everything here is pure: [`contract`], [`validate`], [`projection`], [`mint`] (what an
-//! `append` may record), [`gate`] (what a gate run or sign-off admits) and [`py`] are functions
+//! `append` may record), [`gate`] (what a gate run or sign-off admits), [`refusal`] (how a
+//! refused request is recorded) and [`py`] are functions
 //! over parsed [`canonical_json::Value`]s with no I/O and no clock. The plan folder, the journal
 //! writer and the gate runner live in the `dwp-ledger` crate.
 
@@ -24,6 +25,7 @@ pub mod mint;
 pub mod outcomes;
 pub mod projection;
 pub mod py;
+pub mod refusal;
 pub mod resources;
 pub mod scheduler;
 pub mod status;

@@ -73,16 +73,22 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
                 ),
             ]));
         }
-        tasks.push(Value::object([
-            ("id", id.into()),
-            ("title", task.get("title").cloned().unwrap_or(Value::Null)),
-            ("status", status.into()),
+        let mut row = Map::from([
+            ("id".to_owned(), id.into()),
+            ("title".to_owned(), task.get("title").cloned().unwrap_or(Value::Null)),
+            ("status".to_owned(), status.into()),
             (
-                "started_seq",
+                "started_seq".to_owned(),
                 projection::task_start_seq_of(events, id).map_or(Value::Null, Value::from),
             ),
-            ("criteria", Value::Array(criteria)),
-        ]));
+            ("criteria".to_owned(), Value::Array(criteria)),
+        ]);
+        let (shown, total) = task_refusals(events, id);
+        if total > 0 {
+            row.insert("refusals".to_owned(), Value::Array(shown));
+            row.insert("refusals_total".to_owned(), total.into());
+        }
+        tasks.push(Value::Object(row));
     }
     let reference =
         events.iter().filter(|e| e.str_at("type") == Some("task_start")).map(seq_of).max();
@@ -122,6 +128,32 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
     ]);
     doc.insert("review".to_owned(), closed.get("review").cloned().unwrap_or(Value::Null));
     Value::Object(doc)
+}
+
+/// How many of a task's most recent refusals a summary shows.
+pub const REFUSALS_SHOWN: usize = 5;
+
+/// The recorded refusals whose subject is `task` (or `delegate <task>`, the delegation gate's
+/// subject) — the last [`REFUSALS_SHOWN`], oldest first, as `{seq, stage, reason}` — and how
+/// many there are in all.
+pub fn task_refusals(events: &[Value], task: &str) -> (Vec<Value>, usize) {
+    let delegated = format!("delegate {task}");
+    let all: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.str_at("type") == Some("refusal"))
+        .filter(|e| e.str_at("subject").is_some_and(|s| s == task || s == delegated))
+        .collect();
+    let shown = all[all.len().saturating_sub(REFUSALS_SHOWN)..]
+        .iter()
+        .map(|e| {
+            Value::object([
+                ("seq", seq_of(e).into()),
+                ("stage", e.get("stage").cloned().unwrap_or(Value::Null)),
+                ("reason", e.get("reason").cloned().unwrap_or(Value::Null)),
+            ])
+        })
+        .collect();
+    (shown, all.len())
 }
 
 fn paint(on: bool, code: &str, text: &str) -> String {
@@ -168,6 +200,21 @@ pub fn render_text(doc: &Value, colour: bool) -> String {
                 c.str_at("criterion").unwrap_or(""),
                 c.str_at("mechanism").unwrap_or("")
             ));
+        }
+        let total = task.get("refusals_total").and_then(Value::as_i64).unwrap_or(0);
+        if total > 0 {
+            out.push_str(&format!(
+                "      {} {total} refusal(s) recorded\n",
+                paint(colour, "31", "⊘")
+            ));
+            for r in task.get("refusals").and_then(Value::as_array).unwrap_or(&[]) {
+                let reason = r.str_at("reason").unwrap_or("");
+                out.push_str(&format!(
+                    "        seq {}: {}\n",
+                    r.get("seq").and_then(Value::as_i64).unwrap_or(0),
+                    crate::py::head(reason, 100)
+                ));
+            }
         }
     }
     let next: Vec<&str> = doc

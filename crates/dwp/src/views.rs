@@ -103,6 +103,27 @@ pub fn render_view(name: &str, events: &[Value], snapshot: &Value) -> Option<Str
                     or_dash(t, "started_seq")
                 ));
             }
+            // Each task's recorded refusals beside it (issue 30), only when there are any, so a
+            // plan without refusals renders the upstream view byte for byte.
+            let refused: Vec<(String, usize, String)> = tasks
+                .iter()
+                .filter_map(|t| {
+                    let id = get(t, "id");
+                    let (shown, total) = crate::status::task_refusals(events, &id);
+                    let last = shown.last().map(|r| get(r, "seq")).unwrap_or_default();
+                    (total > 0).then_some((id, total, last))
+                })
+                .collect();
+            if !refused.is_empty() {
+                lines.extend([
+                    String::new(),
+                    "Refusals recorded per task (the audit view lists them):".to_owned(),
+                    String::new(),
+                ]);
+                for (id, total, last) in refused {
+                    lines.push(format!("- {id}: {total} refusal(s), the last at seq {last}"));
+                }
+            }
             lines.extend([
                 String::new(),
                 "_Pure projection of the snapshot; statuses are derived, never narrated._"

@@ -59,8 +59,12 @@ fn an_amendment_invalidates_exactly_the_changed_criteria() {
     let r1 = std::fs::read(s.plan().join("contract.json")).unwrap();
     let note = s.plan().join("NOTE.txt");
 
-    // Refusals write nothing.
-    let before = tree(&s.plan());
+    // Refusals write nothing but their `refusal` events (issue 30).
+    let without_journal = |t: Vec<(std::path::PathBuf, Vec<u8>)>| {
+        t.into_iter().filter(|(p, _)| !p.ends_with("journal.ndjson")).collect::<Vec<_>>()
+    };
+    let before = without_journal(tree(&s.plan()));
+    let events_before = s.journal().len();
     let wrong_rev = s.contract_file().with_file_name("wrong-rev.json");
     let live = std::fs::read_to_string(s.plan().join("contract.json")).unwrap();
     let bumped = live.replacen("\"revision\": 1", "\"revision\": 7", 1);
@@ -97,7 +101,15 @@ fn an_amendment_invalidates_exactly_the_changed_criteria() {
         2,
         "amend requires --contract, --authority and --note",
     );
-    assert_eq!(tree(&s.plan()), before);
+    assert_eq!(without_journal(tree(&s.plan())), before);
+    // Three refusals recorded (revision/parent, plan, human marker); the usage error none.
+    let added = &s.journal()[events_before..];
+    let rules: Vec<&str> = added
+        .iter()
+        .map(|e| e.get("reason").and_then(Value::as_str).unwrap().split(':').next().unwrap())
+        .collect();
+    assert_eq!(rules, ["amendment", "amendment", "human-authority"]);
+    assert!(added.iter().all(|e| e.get("stage").and_then(Value::as_str) == Some("authorize")));
 
     let out = amend(&s, &review, &note);
     expect(&out, 0, "OK: amended to revision 2 contract ");

@@ -24,7 +24,12 @@ fn the_context_manifest_follows_the_next_action_ladder() {
     expect(&ctx(&s, &["--task", "T-two"]), 0, "(next: wait;");
     expect(&ctx(&s, &["--task", "T-one"]), 0, "(next: start;");
     s.ledger(&["start", "--task", "T-one"]);
-    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"false\""]);
+    // The declared check `true`, failing: a program named `true` on PATH that exits 1 (a gate
+    // runs only the check its task declares for the criterion).
+    let failing = crate::gates::fake_programs(&s, "failing", &[("true", "exit 1")]);
+    let gate =
+        ["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\"", "--no-reuse"];
+    crate::gates::ledger_on_path(&s, &failing, &gate);
     expect(
         &ctx(&s, &["--task", "T-one"]),
         0,
@@ -37,11 +42,11 @@ fn the_context_manifest_follows_the_next_action_ladder() {
     assert_eq!(m.pointer("/next_action/check").and_then(Value::as_str), Some("true"));
     assert_eq!(
         m.pointer("/dead_ends/0/summary").and_then(Value::as_str),
-        Some("false exited 1 on AC-pass")
+        Some("true exited 1 on AC-pass")
     );
     assert_eq!(m.pointer("/task/status").and_then(Value::as_str), Some("in_progress"));
     expect(&ctx(&s, &["--task", "T-one", "--check"]), 0, "OK: context/T-one.json is fresh (seq 3)");
-    s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
+    s.ledger(&gate);
     expect(
         &ctx(&s, &["--task", "T-one", "--check"]),
         1,
@@ -50,16 +55,7 @@ fn the_context_manifest_follows_the_next_action_ladder() {
     expect(&ctx(&s, &["--task", "T-one"]), 0, "(next: gate AC-review;");
     // The dead-end digest keeps at most 50 entries.
     for _ in 0..55 {
-        s.ledger(&[
-            "gate",
-            "--task",
-            "T-one",
-            "--criterion",
-            "AC-pass",
-            "--json",
-            "\"false\"",
-            "--no-reuse",
-        ]);
+        crate::gates::ledger_on_path(&s, &failing, &gate);
     }
     expect(&ctx(&s, &["--task", "T-one"]), 0, "50 dead end(s)");
     expect(&ctx(&s, &["--task", "T-nine"]), 1, "ERROR: task 'T-nine' is not in the contract");
@@ -135,9 +131,7 @@ fn the_upstream_manifest_freshness_and_accounting() {
     s.materialize();
     s.ledger(&["start", "--task", "T-one"]);
     s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]);
-    s.ledger(&["start", "--task", "T-two"]);
-    s.ledger(&["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "\"false\""]);
-    let before = crate::support::tree(&s.plan());
+    let mut before = crate::support::tree(&s.plan());
 
     let out = ctx(&s, &["manifest", "--task", "T-one"]);
     expect(&out, 0, "\"derived_by\": \"dwp context_manifest.py\"");
@@ -169,7 +163,7 @@ fn the_upstream_manifest_freshness_and_accounting() {
     );
     assert_eq!(doc.pointer("/next_action/step").and_then(Value::as_str), Some("evidence"));
     assert_eq!(doc.pointer("/evidence/0/pointer_resolves"), Some(&Value::Bool(true)));
-    assert_eq!(doc.pointer("/as_of/last_seq").and_then(Value::as_i64), Some(5));
+    assert_eq!(doc.pointer("/as_of/last_seq").and_then(Value::as_i64), Some(3));
     // The inputs fingerprint is sha256 over Python's compact sorted {contract_id, files}.
     let cid = doc.get("contract_id").and_then(Value::as_str).unwrap();
     let src = canonical_json::digest::sha256_hex(&std::fs::read(s.root.join("src.txt")).unwrap());
@@ -178,13 +172,22 @@ fn the_upstream_manifest_freshness_and_accounting() {
         doc.pointer("/freshness/inputs_fingerprint").and_then(Value::as_str),
         Some(canonical_json::digest::sha256_hex(body.as_bytes()).as_str())
     );
-    // The failed gate of T-two is a dead end of the plan, with its log as the cause.
+    // The failed gate of T-two is a dead end of the plan, with its log as the cause. (T-two
+    // starts once its prerequisite T-one has closed: the sign-off closes it.)
+    assert_eq!(crate::support::tree(&s.plan()), before, "context commands write nothing");
+    std::fs::write(s.plan().join("REVIEW.txt"), "read\n").unwrap();
+    let signoff = ["signoff", "--criterion", "AC-review", "--evidence-path", "REVIEW.txt"];
+    let signoff: Vec<&str> = signoff.iter().copied().chain(["--authority", "dev"]).collect();
+    expect(&s.ledger(&signoff), 0, "OK");
+    expect(&s.ledger(&["start", "--task", "T-two"]), 0, "OK");
+    s.ledger(&["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "\"false\""]);
+    before = crate::support::tree(&s.plan());
     let t2 = ctx(&s, &["manifest", "--task", "T-two"]);
     let doc2 = canonical_json::parse(text(&t2.stdout).trim_end().as_bytes()).unwrap();
     assert_eq!(doc2.pointer("/dead_ends/0/kind").and_then(Value::as_str), Some("failed_gate"));
     assert_eq!(
         doc2.pointer("/dead_ends/0/cause").and_then(Value::as_str),
-        Some("gates/T-two/005-false.log")
+        Some("gates/T-two/006-false.log")
     );
 
     let kept = ctx(

@@ -189,8 +189,30 @@ fn golden_context_matches_upstream_when_the_pack_is_at_hand() {
     crate::golden::regen_or_check(&golden_dir(), &run_scenario(Tool::Upstream(&pack)));
 }
 
-/// Always runs: `dwp context` on the same steps prints and exits as upstream did.
+const BINDING: &str = "issue 23: the step gates `false` for AC-pass, whose declared check is \
+     `true`; dwp refuses it (and records the refusal, issue 30), so the dead end is that refusal, \
+     not a failed gate, and every later seq is one lower";
+
+/// What `dwp` does differently from the recorded upstream run of these steps, on purpose.
+const DIVERGENCES: &[crate::golden::Divergence] = &[
+    crate::golden::ours("07-manifest-dead-end.out", BINDING),
+    crate::golden::ours("08-manifest-markdown.out", BINDING),
+    crate::golden::ours("09-manifest-after-pass.out", BINDING),
+    crate::golden::ours("10-manifest-other-task.out", BINDING),
+    crate::golden::ours("11-manifest-out.out", BINDING),
+    crate::golden::ours("11-manifest-out__manifest.json", BINDING),
+    crate::golden::ours("16-accounting.out", BINDING),
+    crate::golden::ours("17-accounting-bundle.out", BINDING),
+];
+
+/// Always runs: `dwp context` on the same steps prints and exits as upstream did, except for
+/// the files listed in [`DIVERGENCES`].
 #[test]
 fn dwp_reproduces_the_upstream_context_goldens() {
-    crate::golden::assert_matches_goldens(&golden_dir(), &run_scenario(Tool::Dwp));
+    crate::golden::assert_matches_with_divergences(
+        &golden_dir(),
+        "golden-context",
+        &run_scenario(Tool::Dwp),
+        DIVERGENCES,
+    );
 }

@@ -126,7 +126,8 @@ fn a_small_plan_runs_end_to_end() {
             "dev",
         ]),
         0,
-        "OK: signoff AC-review by dev at seq 5 (asserted: a human claim, never executed)",
+        // Six refusals are recorded before it (issue 30): four gates, two sign-offs.
+        "OK: signoff AC-review by dev at seq 11 (asserted: a human claim, never executed)",
     );
     let before = s.journal().len();
     expect(
@@ -136,67 +137,37 @@ fn a_small_plan_runs_end_to_end() {
     );
     assert_eq!(s.journal().len(), before, "a successful completion writes nothing");
 
-    // A failing gate, a missing argv binary (nothing recorded), a shell's 127 (recorded), a timeout.
-    expect(&s.ledger(&["start", "--task", "T-two"]), 0, "at seq 6");
-    expect(
-        &s.ledger(&["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "[\"false\"]"]),
-        1,
-        "RAN: exit 1, seq 7",
-    );
+    // A failing gate; the declared program missing from PATH (nothing ran, nothing recorded);
+    // the declared program exiting 127 (recorded); a timeout that ends the whole process group.
+    // The declared check of AC-fail is `false`, so the other outcomes come from programs named
+    // `false` on PATH (outside the repository), the way a real check behaves.
+    expect(&s.ledger(&["start", "--task", "T-two"]), 0, "at seq 12");
+    let fail = ["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "[\"false\"]"];
+    expect(&s.ledger(&fail), 1, "RAN: exit 1, seq 13");
     let before = s.journal().len();
-    expect(
-        &s.ledger(&[
-            "gate",
-            "--task",
-            "T-two",
-            "--criterion",
-            "AC-fail",
-            "--json",
-            "[\"sh\", \"-c\", \"exit 127\"]",
-        ]),
-        1,
-        "RAN: exit 127, seq 8",
-    );
-    let missing = s.ledger(&[
-        "gate",
-        "--task",
-        "T-two",
-        "--criterion",
-        "AC-fail",
-        "--json",
-        "[\"/nonexistent/false\"]",
-    ]);
+    let rerun: Vec<&str> = fail.iter().copied().chain(["--no-reuse"]).collect();
+    let exit127 = crate::gates::fake_programs(&s, "bin127", &[("false", "exit 127")]);
+    expect(&crate::gates::ledger_on_path(&s, &exit127, &rerun), 1, "RAN: exit 127, seq 14");
+    let empty = crate::gates::fake_programs(&s, "empty", &[]);
+    let missing = crate::gates::ledger_only_path(&s, &empty, &rerun);
     expect(
         &missing,
         1,
-        "ERROR: gate command not found: ['/nonexistent/false'] — no event is recorded for a command that never ran",
+        "ERROR: gate command not found: ['false'] — no event is recorded for a command that never ran",
     );
     assert_eq!(s.journal().len(), before + 1);
+    let slow = crate::gates::fake_programs(&s, "slow", &[("false", "sleep 30 & sleep 30; wait")]);
+    let mut timed = rerun.clone();
+    timed.extend(["--timeout", "1"]);
     let t0 = std::time::Instant::now();
-    expect(
-        &s.ledger(&[
-            "gate",
-            "--task",
-            "T-two",
-            "--criterion",
-            "AC-fail",
-            "--json",
-            "\"sleep 30 & sleep 30; wait\"",
-            "--timeout",
-            "1",
-            "--no-reuse",
-        ]),
-        1,
-        "RAN: exit 124, seq 9",
-    );
+    expect(&crate::gates::ledger_on_path(&s, &slow, &timed), 1, "RAN: exit 124, seq 15");
     assert!(t0.elapsed().as_secs() < 20, "the whole process group is killed");
-    let log = std::fs::read_to_string(s.plan().join("gates/T-two/009-sleep-30-sleep-30-wait.log"))
-        .unwrap();
+    let log = std::fs::read_to_string(s.plan().join("gates/T-two/015-false.log")).unwrap();
     assert_eq!(
         log,
-        "$ sleep 30 & sleep 30; wait\n\n--- stdout ---\n\n--- stderr ---\ntimeout after 1.0s\n--- exit 124 ---\n"
+        "$ ['false']\n\n--- stdout ---\n\n--- stderr ---\ntimeout after 1.0s\n--- exit 124 ---\n"
     );
-    let log = std::fs::read_to_string(s.plan().join("gates/T-two/007-false.log")).unwrap();
+    let log = std::fs::read_to_string(s.plan().join("gates/T-two/013-false.log")).unwrap();
     assert_eq!(log, "$ ['false']\n\n--- stdout ---\n\n--- stderr ---\n\n--- exit 1 ---\n");
     expect(
         &s.ledger(&["complete", "--task", "T-two"]),
@@ -262,7 +233,7 @@ fn a_small_plan_runs_end_to_end() {
             "asserted",
         ]),
         0,
-        "OK: appended observation seq 11",
+        "OK: appended observation seq 21",
     );
 
     // Projection: deterministic, byte-stable, and agrees with the journal.
@@ -277,7 +248,7 @@ fn a_small_plan_runs_end_to_end() {
     let crit = &tasks[1].get("criteria").and_then(Value::as_array).unwrap()[0];
     assert_eq!(
         text(&canonical_json::to_python_compact(crit).unwrap()),
-        r#"{"criterion":"AC-fail","satisfied":false,"stale_seqs":[],"started_seq":6}"#
+        r#"{"criterion":"AC-fail","satisfied":false,"stale_seqs":[],"started_seq":12}"#
     );
 
     // Every written event validates against the live contract.
@@ -292,19 +263,30 @@ fn a_small_plan_runs_end_to_end() {
             contract.to_str().unwrap(),
         ]),
         0,
-        "OK: 11 journal events valid",
+        "OK: 21 journal events valid",
     );
+    let r = "refusal";
     let expected = [
         "approval",
         "task_start",
         "gate_run",
-        "refusal",
+        r, // gate without a criterion
+        r, // criterion outside the task's gate_intent
+        r, // task not started
+        r, // command outside the classes
+        r, // completion
+        r, // sign-off of an observed-only criterion
+        r, // sign-off evidence that does not resolve
         "gate_run",
         "task_start",
         "gate_run",
         "gate_run",
         "gate_run",
-        "refusal",
+        r, // completion
+        r, // append gate_run
+        r, // append observed
+        r, // append observed in the payload
+        r, // human actor without a marker
         "observation",
     ];
     assert_eq!(s.types(), expected);
@@ -482,17 +464,16 @@ fn written_files_match_python_json_dumps_byte_for_byte() {
     let s = Scratch::new();
     s.materialize();
     expect(&s.ledger(&["start", "--task", "T-one"]), 0, "OK");
-    let unicode_gate = r#"["sh", "-c", "printf 'caf\u00e9 \\360\\237\\230\\200\r\n'"]"#;
-    expect(
-        &s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", unicode_gate]),
-        0,
-        "RAN: exit 0, seq 3",
+    // The declared check `true`, found on PATH as a program that prints non-ASCII output.
+    let bin = crate::gates::fake_programs(
+        &s,
+        "unicode",
+        &[("true", "printf 'caf\u{e9} \\360\\237\\230\\200\r\\n'")],
     );
-    expect(
-        &s.ledger(&["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""]),
-        0,
-        "RAN",
-    );
+    let gate = ["gate", "--task", "T-one", "--criterion", "AC-pass", "--json", "\"true\""];
+    expect(&crate::gates::ledger_on_path(&s, &bin, &gate), 0, "RAN: exit 0, seq 3");
+    let again: Vec<&str> = gate.iter().copied().chain(["--no-reuse"]).collect();
+    expect(&s.ledger(&again), 0, "RAN");
     expect(
         &s.ledger(&[
             "append",
@@ -579,7 +560,8 @@ fn a_v7_plan_writes_v7_records_and_refuses_raw_delegations() {
     let out = crate::dwp(&["ledger", "--plan", p, "complete", "--task", "T-publish-schemas"]);
     expect(&out, 4, "REFUSED: completion of T-publish-schemas refused");
     let journal = std::fs::read_to_string(plan.join("journal.ndjson")).unwrap();
-    assert_eq!(journal.lines().count(), 3);
+    // approval, the refused raw delegation, the refused completion (both recorded)
+    assert_eq!(journal.lines().count(), 4);
     assert!(journal.lines().all(|l| {
         l.contains("\"schema\":\"https://deepworkplan.com/schema/journal-event/v7.json\"")
     }));
@@ -684,6 +666,11 @@ fn the_streaming_projection_equals_the_full_one() {
     let q = r#"{"category":"new_authority","description":"d","question":"may we?"}"#;
     expect(&s.ledger(&["append", "--type", "intervention", "--json", q]), 0, "OK");
     expect(&s.ledger(&["roll"]), 0, "OK");
+    // T-two starts once its prerequisite T-one has closed.
+    std::fs::write(s.plan().join("REVIEW.txt"), "read\n").unwrap();
+    let signoff = ["signoff", "--criterion", "AC-review", "--evidence-path", "REVIEW.txt"];
+    let signoff: Vec<&str> = signoff.iter().copied().chain(["--authority", "dev"]).collect();
+    expect(&s.ledger(&signoff), 0, "OK");
     expect(&s.ledger(&["start", "--task", "T-two"]), 0, "OK");
     expect(
         &s.ledger(&["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "\"false\""]),

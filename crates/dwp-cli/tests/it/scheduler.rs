@@ -278,15 +278,10 @@ fn run_schedule(adaptive: bool) -> BTreeSet<(String, String, String, i64)> {
                 "dev",
             ]);
         } else {
-            s.ledger(&[
-                "gate",
-                "--task",
-                "T-two",
-                "--criterion",
-                "AC-fail",
-                "--json",
-                "\"sh -c 'exit 0'\"",
-            ]);
+            // The declared check `false`, passing here: a program of that name on PATH.
+            let pass = crate::gates::fake_programs(&s, "pass", &[("false", "exit 0")]);
+            let gate = ["gate", "--task", "T-two", "--criterion", "AC-fail", "--json", "\"false\""];
+            crate::gates::ledger_on_path(&s, &pass, &gate);
         }
     }
     evidence(&s)

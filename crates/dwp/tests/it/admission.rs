@@ -68,19 +68,152 @@ fn the_approval_gate_and_duplicates_are_read_from_the_events() {
 
 #[test]
 fn a_gate_is_admitted_for_a_declared_criterion_in_a_started_task_with_an_allowed_command() {
+    use dwp::refusal::Rule;
     let contract = contract();
     let task = dwp::projection::find_task(&contract, "T-implement").unwrap().clone();
-    let admit = |criterion, started, command| {
-        gate::admit(&contract, "T-implement", &task, criterion, started, command)
+    let admit = |criterion, started, command: &str| {
+        gate::admit(
+            &contract,
+            "T-implement",
+            &task,
+            criterion,
+            started,
+            gate::Command::Text(command),
+        )
     };
-    assert_eq!(admit(Some("AC-one"), true, "/usr/bin/true --quiet"), Ok("AC-one"));
-    assert!(admit(None, true, "true").unwrap_err().starts_with("gate runs require a criterion"));
-    assert!(admit(Some("AC-two"), true, "true").unwrap_err().starts_with("criterion 'AC-two'"));
-    assert!(admit(Some("AC-one"), false, "true").unwrap_err().contains("has no task_start"));
-    assert_eq!(
-        admit(Some("AC-one"), true, "make test").unwrap_err(),
-        "gate command 'make' is outside the contract declared command classes ['true']"
+    let ok = admit(Some("AC-one"), true, "true").unwrap();
+    assert_eq!((ok.criterion, ok.argv), ("AC-one", vec!["true".to_owned()]));
+    let argv = ["true".to_owned()];
+    let ok = gate::admit(
+        &contract,
+        "T-implement",
+        &task,
+        Some("AC-one"),
+        true,
+        gate::Command::Argv(&argv),
     );
+    assert_eq!(ok.unwrap().argv, argv);
+    // (criterion, started, command) → the rule and the start of its message.
+    let refused: &[(Option<&str>, bool, &str, Rule, &str)] = &[
+        (None, true, "true", Rule::GateIntent, "gate runs require a criterion"),
+        (Some("AC-two"), true, "true", Rule::GateIntent, "criterion 'AC-two'"),
+        (
+            Some("AC-one"),
+            false,
+            "true",
+            Rule::TaskWindow,
+            "gate refused for T-implement: the task has no task_start",
+        ),
+        (
+            Some("AC-one"),
+            true,
+            "make test",
+            Rule::CommandClass,
+            "gate command 'make' is outside the contract declared command classes ['true']",
+        ),
+        // Upstream compares the basename; a path-qualified program is never the class.
+        (
+            Some("AC-one"),
+            true,
+            "/usr/bin/true --quiet",
+            Rule::CommandClass,
+            "gate command program '/usr/bin/true'",
+        ),
+        (Some("AC-one"), true, "./true", Rule::CommandClass, "gate command program './true'"),
+        (
+            Some("AC-one"),
+            true,
+            "true && touch X",
+            Rule::ShellSyntax,
+            "gate command 'true && touch X' refused",
+        ),
+        (Some("AC-one"), true, "true $(touch X)", Rule::ShellSyntax, "gate command"),
+        (Some("AC-one"), true, "true\ntouch X", Rule::ShellSyntax, "gate command"),
+        (
+            Some("AC-one"),
+            true,
+            "true 'open",
+            Rule::ShellSyntax,
+            "gate command \"true 'open\" does not parse",
+        ),
+        // The check declared for AC-one is `true`: another argv is not it.
+        (
+            Some("AC-one"),
+            true,
+            "true --quiet",
+            Rule::CriterionBinding,
+            "gate command 'true --quiet' is not the check 'true'",
+        ),
+    ];
+    for (criterion, started, command, rule, start) in refused {
+        let r = admit(*criterion, *started, command).unwrap_err();
+        assert_eq!(r.rule, *rule, "{command:?}: {}", r.message);
+        assert!(r.message.starts_with(start), "{command:?}: {}", r.message);
+    }
+}
+
+#[test]
+fn a_declared_check_binds_when_its_program_is_a_class() {
+    let classes = ["true".to_owned(), "make".to_owned()];
+    let task = |check: &str| {
+        value(&format!(r#"{{"gate_intent":[{{"criterion":"AC-one","check":{check:?}}}]}}"#))
+    };
+    let cases: &[(&str, Option<&[&str]>)] = &[
+        ("true", Some(&["true"])),
+        ("make test -k 'a b'", Some(&["make", "test", "-k", "a b"])),
+        // The contract validator reads a check's head by basename; so does the binding.
+        ("/usr/bin/make test", Some(&["/usr/bin/make", "test"])),
+        // A description, an unparseable check, or another program binds nothing.
+        ("a human reads it", None),
+        ("make 'open", None),
+        ("cargo test", None),
+    ];
+    for (check, argv) in cases {
+        let bound = gate::declared_check(&task(check), "AC-one", &classes);
+        let expected = argv.map(|a| a.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>());
+        assert_eq!(bound, expected, "{check}");
+    }
+    assert_eq!(gate::declared_check(&task("true"), "AC-two", &classes), None);
+}
+
+#[test]
+fn a_refusal_is_laid_out_for_the_schema_and_checked_back() {
+    use dwp::refusal::{Refusal, Rule, Stage, refusal_errors};
+    let r = Refusal {
+        request: "ledger gate",
+        stage: Stage::Gate,
+        rule: Rule::ShellSyntax,
+        subject: "T-one".to_owned(),
+        value: "x".repeat(201),
+        message: "m".repeat(400),
+    };
+    let mut event = r.payload();
+    assert_eq!(event.get("stage").and_then(Value::as_str), Some("gate"));
+    let reason = event.get("reason").and_then(Value::as_str).unwrap().to_owned();
+    assert!(reason.starts_with("shell-syntax: mmm") && reason.ends_with('…'));
+    assert_eq!(reason.chars().count(), "shell-syntax: ".len() + 300 + 1);
+    let note = r.note();
+    assert!(note.starts_with("request: ledger gate; rule: shell-syntax; value: sha256:"));
+    assert!(note.ends_with(" (201 bytes)"));
+    event.insert("note".into(), Value::String(note));
+    event.insert("type".into(), Value::String("refusal".into()));
+    assert_eq!(refusal_errors(&Value::Object(event.clone())), Vec::<String>::new());
+    event.insert("reason".into(), Value::String("prerequisite: not the rule".into()));
+    assert_eq!(
+        refusal_errors(&Value::Object(event.clone())),
+        ["refusal reason does not name its rule shell-syntax"]
+    );
+    event.insert("stage".into(), Value::String("later".into()));
+    event.insert("note".into(), Value::String("request: x; rule: nope; value: 'v'".into()));
+    assert_eq!(refusal_errors(&Value::Object(event)).len(), 2);
+    // Upstream's own form (no note) is well-formed too.
+    let upstream = value(r#"{"type":"refusal","subject":"T-one","stage":"gate","reason":"r"}"#);
+    assert!(refusal_errors(&upstream).is_empty());
+    assert_eq!(
+        dwp::refusal::subject(""),
+        format!("sha256:{} (0 bytes)", canonical_json::digest::sha256_hex(b""))
+    );
+    assert_eq!(dwp::refusal::bounded("it's"), "\"it's\"");
 }
 
 #[test]
@@ -88,17 +221,37 @@ fn a_signoff_needs_an_asserted_criterion_an_authority_and_its_owning_task() {
     let contract = contract();
     // AC-one accepts only observed evidence
     let refused = gate::signoff_claim(&contract, "AC-one", Some("dev"), Some("r.md"));
-    assert!(refused.unwrap_err().contains("accepts only observed"));
-    assert!(
-        gate::signoff_claim(&contract, "AC-x", Some("dev"), None).unwrap_err().contains("'AC-x'")
-    );
+    assert!(refused.unwrap_err().message.contains("accepts only observed"));
+    let unknown = gate::signoff_claim(&contract, "AC-x", Some("dev"), None).unwrap_err();
+    assert!(unknown.message.contains("'AC-x'"));
+    assert_eq!(unknown.rule, dwp::refusal::Rule::UnknownId);
     let owner = gate::signoff_task(&contract, &[], "AC-one", None);
-    assert!(owner.unwrap_err().contains("T-implement has not started"));
+    assert!(owner.unwrap_err().message.contains("T-implement has not started"));
     let wrong = gate::signoff_task(&contract, &[], "AC-one", Some("T-other"));
     assert_eq!(
-        wrong.unwrap_err(),
+        wrong.unwrap_err().message,
         "signoff refused: AC-one is declared by T-implement, not T-other"
     );
     let none = gate::signoff_task(&contract, &[], "AC-x", None);
-    assert!(none.unwrap_err().contains("no task gate_intent declares AC-x"));
+    assert!(none.unwrap_err().message.contains("no task gate_intent declares AC-x"));
+}
+
+#[test]
+fn a_tasks_refusals_include_its_delegation_refusals_and_show_the_last_few() {
+    let refusal = |seq: usize, subject: &str| {
+        value(&format!(
+            r#"{{"type":"refusal","seq":{seq},"subject":"{subject}","stage":"gate","reason":"r{seq}"}}"#
+        ))
+    };
+    let mut events: Vec<Value> = (1..=7).map(|n| refusal(n, "T-one")).collect();
+    events.push(refusal(8, "delegate T-one"));
+    events.push(refusal(9, "T-two"));
+    events.push(refusal(10, "delegate T-one-more"));
+    let (shown, total) = dwp::status::task_refusals(&events, "T-one");
+    assert_eq!(total, 8);
+    let seqs: Vec<i64> =
+        shown.iter().filter_map(|r| r.get("seq").and_then(Value::as_i64)).collect();
+    assert_eq!(seqs, [4, 5, 6, 7, 8]);
+    assert_eq!(dwp::status::task_refusals(&events, "T-two").1, 1);
+    assert_eq!(dwp::status::task_refusals(&events, "T-three").1, 0);
 }

@@ -45,7 +45,16 @@ pub(crate) fn run(
     let draft = canonical_json::parse(&bytes).map_err(|e| {
         LedgerError::Failed(format!("{} is not valid JSON: {e}", contract.display()))
     })?;
-    let marker = marker(args.human_note.as_deref())?;
+    let marker = match marker(args.human_note.as_deref()) {
+        Ok(marker) => marker,
+        Err(err) => {
+            // A permission refusal by the plan's rules: recorded like any other.
+            let mut writer = super::open_writer_with(plan_arg, false, plan::Load::Tail)?;
+            let err = writer.refuse_human_marker("ledger amend", "amendment", &authority, err);
+            super::finish(writer)?;
+            return Err(err);
+        }
+    };
     let req = AmendRequest { draft, authority, note, marker, mechanism: args.mechanism };
     match amend(&dir, &req, SystemTime::now())? {
         AmendOutcome::Nothing { revision, contract_id } => outln!(

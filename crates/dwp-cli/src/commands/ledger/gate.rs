@@ -16,7 +16,8 @@ pub(crate) struct GateArgs {
     task: Option<String>,
     #[arg(long)]
     criterion: Option<String>,
-    /// A JSON string (run by a shell) or a JSON argv array (no shell)
+    /// A JSON string (split into words, POSIX quoting) or a JSON argv array; never run by a
+    /// shell unless its program is a declared shell class (`bash -c '…'`)
     #[arg(long)]
     json: Option<String>,
     #[arg(long)]
@@ -71,7 +72,7 @@ pub(super) fn gate(plan_arg: &Path, force: bool, args: GateArgs) -> Result<ExitC
         "{}: exit {}{seq} (fingerprint {}, log {})",
         if outcome.reused { "REUSED" } else { "RAN" },
         outcome.exit_code,
-        &outcome.fingerprint[..12],
+        dwp::py::head(&outcome.fingerprint, 12),
         outcome.log
     );
     Ok(if outcome.exit_code == 0 { ExitCode::SUCCESS } else { ExitCode::from(exit::FAILED) })
@@ -96,7 +97,7 @@ pub(super) fn reuse(
     super::finish(writer)?;
     match prior {
         None => {
-            println!("NO EVIDENCE for fingerprint {}", &fp[..12]);
+            println!("NO EVIDENCE for fingerprint {}", dwp::py::head(&fp, 12));
             Ok(ExitCode::from(exit::FAILED))
         }
         Some(rec) => {

@@ -111,7 +111,17 @@ pub(super) fn append(
     };
     let mut note = note;
     if actor.actor_kind == "human" {
-        let marker = super::human_marker(human_note.as_deref())?;
+        let marker = match super::human_marker(human_note.as_deref()) {
+            Ok(marker) => marker,
+            Err(err) => {
+                // A permission refusal by the plan's rules: recorded like any other.
+                let mut writer = super::open_writer_with(plan_arg, force, plan::Load::Tail)?;
+                let err =
+                    writer.refuse_human_marker("ledger append", &etype, &actor.actor_identity, err);
+                super::finish(writer)?;
+                return Err(err);
+            }
+        };
         note = Some(match note {
             Some(n) => format!("{n} | {marker}"),
             None => marker,
