@@ -76,8 +76,10 @@ pub const SHELL_SYNTAX: [char; 12] = [';', '&', '|', '<', '>', '$', '`', '(', ')
 /// `/tmp/x/true` passes for `true`: here a path-qualified program passes only when a class
 /// names that exact path); the command parses into words (POSIX shell quoting, by `shlex`) and
 /// is no shell syntax ([`SHELL_SYNTAX`]), except in the `-c` script of a declared shell class
-/// (`bash -c '…'`; `bash scripts/check.sh` has no script argument and is plain words); and, when the task's `gate_intent` check for the criterion is
-/// itself a command of a declared class, the argv is exactly that check's argv.
+/// (`bash -c '…'`; `bash scripts/check.sh` has no script argument and is plain words); and,
+/// when the task's `gate_intent` check for the criterion is itself a command of a declared
+/// class, the argv is exactly that check's argv. Everything after the task's attempt is
+/// [`admit_command`], which the control-pair executor shares.
 ///
 /// # Errors
 /// The rule broken and its message.
@@ -123,12 +125,83 @@ pub fn admit<'a>(
             ),
         ));
     }
+    let argv = admit_command(contract, task_id, task, criterion, command, Executor::Gate)?;
+    Ok(Admission { criterion, argv })
+}
+
+/// Which executor asks for a command's admission: the gate runner or the control-pair executor
+/// (`outcomes control`, whose two legs run the same argv). The rules are the same; only the
+/// words of the refusal messages differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Executor {
+    /// `ledger gate`.
+    Gate,
+    /// `outcomes control`.
+    Control,
+}
+
+impl Executor {
+    /// The noun a message names the command by (`gate command …`, `control command …`).
+    fn noun(self) -> &'static str {
+        match self {
+            Executor::Gate => "gate",
+            Executor::Control => "control",
+        }
+    }
+
+    /// How a refusal that is not about one command starts.
+    fn refused(self) -> &'static str {
+        match self {
+            Executor::Gate => "gate refused",
+            Executor::Control => "control pair refused",
+        }
+    }
+
+    /// What runs a command without a shell, for the shell-syntax refusal.
+    fn runner(self) -> &'static str {
+        match self {
+            Executor::Gate => "a gate runs",
+            Executor::Control => "each control leg runs",
+        }
+    }
+
+    /// The verb of the advice to use a shell class (`gate bash -c '…'`).
+    fn verb(self) -> &'static str {
+        match self {
+            Executor::Gate => "gate",
+            Executor::Control => "run",
+        }
+    }
+}
+
+/// The command half of [`admit`], for an executor that has already checked the criterion and
+/// the task's attempt its own way (the control-pair executor checks the criterion's control
+/// kind between the two, as upstream does): the contract declares command classes; the program
+/// is one of them as written; the command parses into words and is no shell syntax outside a
+/// declared shell class's `-c` script; and, when the task's `gate_intent` check for `criterion`
+/// is a command of a declared class, the argv is exactly that check's argv. Returns the argv to
+/// execute (no shell in between). There is one copy of these rules, and both executors use it.
+///
+/// # Errors
+/// The rule broken and its message (naming the command as `executor`'s).
+pub fn admit_command(
+    contract: &Value,
+    task_id: &str,
+    task: &Value,
+    criterion: &str,
+    command: Command<'_>,
+    executor: Executor,
+) -> Result<Vec<String>, Refused> {
     let declared = declared_classes(contract);
     if declared.is_empty() {
         return Err(refused(
             Rule::CommandClass,
-            "gate refused: contract declared no command classes (empty allowlist is \
-             undeclared, not unrestricted)",
+            format!(
+                "{}: contract declared no command classes (empty allowlist is undeclared, not \
+                 unrestricted)",
+                executor.refused()
+            ),
         ));
     }
     let joined = command.joined();
@@ -140,22 +213,24 @@ pub fn admit<'a>(
         return Err(refused(
             Rule::CommandClass,
             format!(
-                "gate command {} is outside the contract declared command classes [{}]",
+                "{} command {} is outside the contract declared command classes [{}]",
+                executor.noun(),
                 repr_str(&head),
                 sorted.join(", ")
             ),
         ));
     }
-    let argv = argv_of(command, &declared)?;
+    let argv = argv_of(command, &declared, executor)?;
     let program = argv.first().map_or("", String::as_str);
     if !declared.iter().any(|d| d == program) {
         return Err(refused(
             Rule::CommandClass,
             format!(
-                "gate command program {} is not a declared command class [{}] as written — a \
+                "{} command program {} is not a declared command class [{}] as written — a \
                  class names a program found on PATH, and a path-qualified program passes only \
                  when a class names that exact path (an executable of one's own named like a \
                  class is never it)",
+                executor.noun(),
                 repr_str(program),
                 sorted.join(", ")
             ),
@@ -167,15 +242,16 @@ pub fn admit<'a>(
         return Err(refused(
             Rule::CriterionBinding,
             format!(
-                "gate command {} is not the check {} that task {task_id} declares for {criterion} \
-                 — a criterion closes only on the command declared for it (amend the contract to \
-                 change the check)",
+                "{} command {} is not the check {} that task {task_id} declares for \
+                 {criterion} — a criterion closes only on the command declared for it (amend the \
+                 contract to change the check)",
+                executor.noun(),
                 repr_str(&shown(&argv)),
                 repr_str(&shown(&check))
             ),
         ));
     }
-    Ok(Admission { criterion, argv })
+    Ok(argv)
 }
 
 /// An argv as one line: its words joined with spaces where that reads back as the same words,
@@ -203,14 +279,19 @@ pub fn declared_classes(contract: &Value) -> Vec<String> {
 
 /// The argv of `command`, refused when it does not parse or is shell syntax outside a declared
 /// shell class's script.
-fn argv_of(command: Command<'_>, declared: &[String]) -> Result<Vec<String>, Refused> {
+fn argv_of(
+    command: Command<'_>,
+    declared: &[String],
+    executor: Executor,
+) -> Result<Vec<String>, Refused> {
     let argv = match command {
         Command::Text(text) => shlex::split(text).filter(|w| !w.is_empty()).ok_or_else(|| {
             refused(
                 Rule::ShellSyntax,
                 format!(
-                    "gate command {} does not parse into words (an unterminated quote or a \
+                    "{} command {} does not parse into words (an unterminated quote or a \
                      trailing backslash) — nothing ran",
+                    executor.noun(),
                     repr_str(text)
                 ),
             )
@@ -226,19 +307,31 @@ fn argv_of(command: Command<'_>, declared: &[String]) -> Result<Vec<String>, Ref
         // command.
         let script = argv.iter().position(|w| w == "-c").map(|at| at + 1);
         let plain = argv.iter().enumerate().all(|(i, w)| Some(i) == script || !syntax(w));
-        (!plain).then_some(
+        // A line break between words is a command separator to a shell but only whitespace to
+        // the word splitter, so it would vanish from the argv: a text whose line breaks are
+        // not all inside words (quoted) is refused rather than silently re-joined.
+        let breaks = |w: &str| w.matches(['\n', '\r']).count();
+        let separated = match command {
+            Command::Text(text) => breaks(text) > argv.iter().map(|w| breaks(w)).sum::<usize>(),
+            Command::Argv(_) => false,
+        };
+        (!plain || separated).then(|| {
             "a shell class reads only its -c script as shell syntax; every other word must be \
-             plain",
-        )
+             plain"
+                .to_owned()
+        })
     } else {
         let raw_syntax = match command {
             Command::Text(text) => syntax(text),
             Command::Argv(argv) => argv.iter().any(|w| syntax(w)),
         };
-        raw_syntax.then_some(
-            "control operators, substitutions, redirections, comments and newlines are shell \
-             syntax, and a gate runs one program without a shell",
-        )
+        raw_syntax.then(|| {
+            format!(
+                "control operators, substitutions, redirections, comments and newlines are shell \
+                 syntax, and {} one program without a shell",
+                executor.runner()
+            )
+        })
     };
     match offending {
         None => Ok(argv),
@@ -246,14 +339,15 @@ fn argv_of(command: Command<'_>, declared: &[String]) -> Result<Vec<String>, Ref
             let shells: Vec<&str> =
                 SHELL_CLASSES.iter().copied().filter(|s| declared.iter().any(|d| d == s)).collect();
             let advice = if shells.is_empty() {
-                "declare a shell class (e.g. bash) and gate bash -c '…'".to_owned()
+                format!("declare a shell class (e.g. bash) and {} bash -c '…'", executor.verb())
             } else {
-                format!("gate {} -c '…'", shells[0])
+                format!("{} {} -c '…'", executor.verb(), shells[0])
             };
             Err(refused(
                 Rule::ShellSyntax,
                 format!(
-                    "gate command {} refused: {why} — {advice}; nothing ran",
+                    "{} command {} refused: {why} — {advice}; nothing ran",
+                    executor.noun(),
                     repr_str(&command.joined())
                 ),
             ))

@@ -50,7 +50,8 @@ pub enum Rule {
     CriterionBinding,
     /// A task started before its prerequisites completed.
     Prerequisite,
-    /// An evidence pointer that does not resolve inside the plan or the repository.
+    /// An evidence pointer (or a control pair's check artifact) that does not resolve inside
+    /// the plan or the repository.
     Evidence,
     /// A trust label or event type that only execution may mint.
     MintRule,
@@ -63,11 +64,13 @@ pub enum Rule {
     /// A contract amendment the amendment rules refuse (revision, parent, plan, generation,
     /// validity, a different pending revision, the mechanism).
     Amendment,
+    /// A control pair for a criterion that declares no `regression` or `discrimination` control.
+    ControlKind,
 }
 
 impl Rule {
     /// Every rule, for tables and checks.
-    pub const ALL: [Rule; 13] = [
+    pub const ALL: [Rule; 14] = [
         Rule::UnknownId,
         Rule::GateIntent,
         Rule::TaskWindow,
@@ -81,6 +84,7 @@ impl Rule {
         Rule::Signoff,
         Rule::HumanAuthority,
         Rule::Amendment,
+        Rule::ControlKind,
     ];
 
     /// The rule's name as recorded.
@@ -99,6 +103,7 @@ impl Rule {
             Rule::Signoff => "signoff",
             Rule::HumanAuthority => "human-authority",
             Rule::Amendment => "amendment",
+            Rule::ControlKind => "control-kind",
         }
     }
 

@@ -5,13 +5,20 @@ use canonical_json::Value;
 
 use crate::support::{Scratch, expect, text};
 
-/// The demo plan with AC-pass declared as a regression-controlled criterion.
+/// The demo plan with AC-pass declared as a regression-controlled criterion whose check (in
+/// T-one's `gate_intent`) is `sh check.sh`: a control pair runs exactly that argv.
 fn controlled() -> Scratch {
     let s = Scratch::new();
-    let contract = std::fs::read_to_string(s.contract_file()).unwrap().replace(
-        r#"{"id":"AC-pass","statement":"s","observable_check":"true","accepted_evidence":["observed"]}"#,
-        r#"{"id":"AC-pass","statement":"s","observable_check":"true","accepted_evidence":["observed"],"control":{"kind":"regression","rationale":"the seeded bug must be caught"}}"#,
-    );
+    let contract = std::fs::read_to_string(s.contract_file())
+        .unwrap()
+        .replace(
+            r#"{"id":"AC-pass","statement":"s","observable_check":"true","accepted_evidence":["observed"]}"#,
+            r#"{"id":"AC-pass","statement":"s","observable_check":"sh check.sh","accepted_evidence":["observed"],"control":{"kind":"regression","rationale":"the seeded bug must be caught"}}"#,
+        )
+        .replace(
+            r#"{"criterion":"AC-pass","check":"true"}"#,
+            r#"{"criterion":"AC-pass","check":"sh check.sh"}"#,
+        );
     std::fs::write(s.contract_file(), contract).unwrap();
     s.materialize();
     s
@@ -24,7 +31,8 @@ fn outcomes(s: &Scratch, args: &[&str]) -> std::process::Output {
     crate::dwp(&all)
 }
 
-fn control(s: &Scratch, script: &str) -> std::process::Output {
+/// A control pair of AC-pass running `command` with the artifact `check.sh`.
+fn control_with(s: &Scratch, command: &str) -> std::process::Output {
     outcomes(
         s,
         &[
@@ -34,11 +42,20 @@ fn control(s: &Scratch, script: &str) -> std::process::Output {
             "--criterion",
             "AC-pass",
             "--command",
-            &format!("sh {script}"),
+            command,
             "--artifact",
-            script,
+            "check.sh",
         ],
     )
+}
+
+/// A control pair of AC-pass running its declared check, `sh check.sh`.
+fn control(s: &Scratch) -> std::process::Output {
+    control_with(s, "sh check.sh")
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 fn closure_of(s: &Scratch, criterion: &str) -> Value {
@@ -61,28 +78,26 @@ fn mechanism(s: &Scratch, criterion: &str) -> String {
 #[test]
 fn a_seeded_bug_gives_a_discriminating_pair_and_pass_pass_does_not() {
     let s = controlled();
-    expect(
-        &control(&s, "check.sh"),
-        1,
-        "control pair refused for T-one: the task has no task_start",
+    expect(&control(&s), 1, "control pair refused for T-one: the task has no task_start");
+    assert_eq!(
+        str_at(&s.journal().pop().unwrap(), "reason").split(':').next(),
+        Some("task-window")
     );
     // The buggy revision is committed; the attempt starts clean on it.
     expect(&s.ledger(&["start", "--task", "T-one"]), 0, "clean)");
     assert_eq!(mechanism(&s, "AC-pass"), "open (no in-window control pair)");
-    // The fix and its check (the check is a new artifact: copied into the old leg).
+    // The fix, and a check that passes either way (the check is a new artifact: copied into
+    // the old leg).
     std::fs::write(s.root.join("src.txt"), "fixed\n").unwrap();
-    std::fs::write(s.root.join("check.sh"), "grep -q fixed src.txt\n").unwrap();
-    std::fs::write(s.root.join("always.sh"), "test -f src.txt\n").unwrap();
+    std::fs::write(s.root.join("check.sh"), "test -f src.txt\n").unwrap();
 
     // (PASS, PASS) proves nothing: non-discriminating, never rounded up.
-    expect(
-        &control(&s, "always.sh"),
-        0,
-        "OK: control pair verdict non_discriminating (old PASS / new PASS",
-    );
+    expect(&control(&s), 0, "OK: control pair verdict non_discriminating (old PASS / new PASS");
     assert_eq!(mechanism(&s, "AC-pass"), "open (control did not discriminate: non_discriminating)");
 
-    let out = control(&s, "check.sh");
+    // The check that catches the seeded bug.
+    std::fs::write(s.root.join("check.sh"), "grep -q fixed src.txt\n").unwrap();
+    let out = control(&s);
     expect(&out, 0, "OK: control pair verdict discriminating (old FAIL / new PASS");
     let pair = s.journal().last().cloned().unwrap();
     assert_eq!(pair.get("type").and_then(Value::as_str), Some("control_pair"));
@@ -96,6 +111,8 @@ fn a_seeded_bug_gives_a_discriminating_pair_and_pass_pass_does_not() {
     let log = std::fs::read_to_string(s.plan().join(old_log)).unwrap();
     assert!(log.starts_with("$ sh check.sh (cwd "), "{log}");
     assert!(log.contains("old-leg)"), "{log}");
+    // The exact argv both legs ran is in the event too (the schema has no command field).
+    assert!(str_at(&pair, "note").ends_with("; command: 'sh check.sh'"), "{pair:?}");
     // The worktree is gone.
     let list = std::process::Command::new("git")
         .args(["worktree", "list"])
@@ -118,7 +135,7 @@ fn a_dirty_start_is_unavailable_and_blocks_closure() {
     std::fs::write(s.root.join("src.txt"), "fixed\n").unwrap();
     std::fs::write(s.root.join("check.sh"), "grep -q fixed src.txt\n").unwrap();
     expect(
-        &control(&s, "check.sh"),
+        &control(&s),
         0,
         "OK: control pair verdict control_unavailable (starting fingerprint carries a dirty component - the old leg cannot be faithfully materialized (D3-3))",
     );
@@ -135,88 +152,197 @@ fn a_dirty_start_is_unavailable_and_blocks_closure() {
     assert_eq!(doc.get("plan_blocked").and_then(Value::as_bool), Some(true));
 }
 
+/// Each control-pair request refused by a plan rule leaves exactly one `refusal` (request
+/// `outcomes control`, the rule named) and exits 1 as before; usage errors and a review state
+/// outside the closed set are refused before the plan is opened and leave nothing.
 #[test]
-fn control_refusals_record_nothing() {
+fn control_refusals_are_recorded() {
     let s = controlled();
     s.ledger(&["start", "--task", "T-one"]);
     std::fs::write(s.root.join("check.sh"), "true\n").unwrap();
-    let before = s.journal().len();
-    let cases: &[(&[&str], i32, &str)] = &[
+    let control_of = |criterion: &'static str, command: &'static str, artifact: &'static str| {
+        vec![
+            "control",
+            "--task",
+            "T-one",
+            "--criterion",
+            criterion,
+            "--command",
+            command,
+            "--artifact",
+            artifact,
+        ]
+    };
+    // (arguments, exit code, message, recorded rule).
+    let cases: Vec<(Vec<&str>, i32, &str, Option<&str>)> = vec![
         (
-            &[
-                "control",
-                "--task",
-                "T-one",
-                "--criterion",
-                "AC-review",
-                "--command",
-                "sh check.sh",
-                "--artifact",
-                "check.sh",
-            ],
+            control_of("AC-review", "sh check.sh", "check.sh"),
             1,
             "ERROR: control pair refused: criterion AC-review declares control kind None - exempt/undeclared criteria close on ordinary accepted evidence",
+            Some("control-kind"),
         ),
         (
-            &[
-                "control",
-                "--task",
-                "T-one",
-                "--criterion",
-                "AC-fail",
-                "--command",
-                "sh check.sh",
-                "--artifact",
-                "check.sh",
-            ],
+            control_of("AC-fail", "sh check.sh", "check.sh"),
             1,
-            "criterion 'AC-fail' is not declared in task T-one gate_intent ['AC-pass', 'AC-review']",
+            "ERROR: control pair refused: criterion 'AC-fail' is not declared in task T-one gate_intent ['AC-pass', 'AC-review']",
+            Some("gate-intent"),
         ),
         (
-            &[
-                "control",
-                "--task",
-                "T-one",
-                "--criterion",
-                "AC-pass",
-                "--command",
-                "sh check.sh",
-                "--artifact",
-                "missing.sh",
-            ],
+            control_of("AC-pass", "sh check.sh", "missing.sh"),
             1,
             "control artifact 'missing.sh' does not resolve to a file inside the repository",
+            Some("evidence-path"),
         ),
         (
-            &[
+            control_of("AC-pass", "sh check.sh", "../outside.sh"),
+            1,
+            "control artifact '../outside.sh' does not resolve to a file inside the repository",
+            Some("evidence-path"),
+        ),
+        (
+            control_of("AC-pass", "rm -rf /", "check.sh"),
+            1,
+            "control command 'rm' is outside the contract declared command classes",
+            Some("command-class"),
+        ),
+        (
+            control_of("AC-pass", "./sh check.sh", "check.sh"),
+            1,
+            "control command program './sh' is not a declared command class",
+            Some("command-class"),
+        ),
+        (
+            control_of("AC-pass", "sh other.sh", "check.sh"),
+            1,
+            "control command 'sh other.sh' is not the check 'sh check.sh' that task T-one declares for AC-pass",
+            Some("criterion-binding"),
+        ),
+        (
+            vec![
+                "control",
+                "--task",
+                "T-nope",
+                "--criterion",
+                "AC-pass",
+                "--command",
+                "sh check.sh",
+                "--artifact",
+                "check.sh",
+            ],
+            1,
+            "ERROR: task 'T-nope' is not in the contract",
+            Some("unknown-id"),
+        ),
+        (
+            vec![
                 "control",
                 "--task",
                 "T-one",
                 "--criterion",
                 "AC-pass",
                 "--command",
-                "rm -rf /",
-                "--artifact",
-                "check.sh",
+                "sh check.sh",
             ],
-            1,
-            "control command 'rm' is outside the contract declared command classes",
-        ),
-        (
-            &["control", "--task", "T-one", "--criterion", "AC-pass", "--command", "sh check.sh"],
             2,
             "usage: dwp outcomes",
+            None,
         ),
         (
-            &["review", "--state", "great"],
+            vec!["review", "--state", "great"],
             1,
             "ERROR: review state 'great' outside the closed set clean/critical/missing/error/incomplete",
+            None,
         ),
     ];
-    for (args, code, needle) in cases {
+    for (args, code, needle, rule) in &cases {
+        let before = s.journal().len();
         expect(&outcomes(&s, args), *code, needle);
+        let added = &s.journal()[before..];
+        match rule {
+            None => assert!(added.is_empty(), "{args:?} recorded {added:?}"),
+            Some(rule) => {
+                assert_eq!(added.len(), 1, "{args:?}: exactly one event, the refusal");
+                let r = &added[0];
+                assert_eq!(str_at(r, "type"), "refusal");
+                assert_eq!(str_at(r, "stage"), "gate");
+                assert!(str_at(r, "reason").starts_with(&format!("{rule}: ")), "{r:?}");
+                let note = format!("request: outcomes control; rule: {rule}; value: ");
+                assert!(str_at(r, "note").starts_with(&note), "{r:?}");
+            }
+        }
     }
-    assert_eq!(s.journal().len(), before);
+    assert!(s.types().iter().all(|t| t != "control_pair"));
+}
+
+/// Each compound command of issue 23 given as a control pair's command is refused before
+/// either leg runs: no file `X` (every one of them creates it when a shell reads it), no log,
+/// no pair, and exactly one `refusal` naming the rule.
+#[test]
+fn compound_control_commands_are_refused_recorded_and_never_run() {
+    let s = controlled();
+    expect(&s.ledger(&["start", "--task", "T-one"]), 0, "clean)");
+    std::fs::write(s.root.join("check.sh"), "true\n").unwrap();
+    let cases: &[(&str, &str)] = &[
+        ("true && touch X", "shell-syntax"),
+        ("true $(touch X)", "shell-syntax"),
+        ("true `touch X`", "shell-syntax"),
+        ("true | touch X", "shell-syntax"),
+        ("true > X", "shell-syntax"),
+        ("false || touch X", "shell-syntax"),
+        ("  true ; touch X", "shell-syntax"),
+        ("true\ntouch X", "shell-syntax"),
+        ("sh check.sh ; touch X", "shell-syntax"),
+        ("sh check.sh && touch X", "shell-syntax"),
+        ("sh check.sh > X", "shell-syntax"),
+        ("sh check.sh\ntouch X", "shell-syntax"),
+        ("sh check.sh 'unterminated", "shell-syntax"),
+        // A declared shell's -c script is shell syntax by design, so it is held to the check.
+        ("sh -c 'touch X'", "criterion-binding"),
+        ("touch X", "command-class"),
+    ];
+    for (command, rule) in cases {
+        let before = s.journal().len();
+        let out = control_with(&s, command);
+        expect(&out, 1, "ERROR: control command ");
+        assert!(!s.root.join("X").exists(), "{command:?} ran a second command");
+        let added = &s.journal()[before..];
+        assert_eq!(added.len(), 1, "{command:?}: exactly one event, the refusal");
+        let r = &added[0];
+        assert_eq!(str_at(r, "type"), "refusal");
+        assert_eq!(str_at(r, "subject"), "T-one");
+        assert!(str_at(r, "reason").starts_with(&format!("{rule}: ")), "{command:?}: {r:?}");
+        assert!(
+            str_at(r, "note").starts_with(&format!("request: outcomes control; rule: {rule}; ")),
+            "{r:?}"
+        );
+    }
+    assert!(!s.plan().join("gates/T-one").exists(), "no leg ran, no log was written");
+    assert!(s.types().iter().all(|t| t != "control_pair"));
+}
+
+/// Both legs execute the argv directly: an executable of one's own named `sh` in the repository
+/// (and first on PATH) is never what runs, where a shell reading `sh check.sh` would run it.
+#[test]
+fn control_legs_run_the_argv_without_a_shell() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = controlled();
+    expect(&s.ledger(&["start", "--task", "T-one"]), 0, "clean)");
+    let own = s.root.join("sh");
+    std::fs::write(&own, "#!/bin/sh\ntouch X\n").unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(s.root.join("src.txt"), "fixed\n").unwrap();
+    std::fs::write(s.root.join("check.sh"), "grep -q fixed src.txt\n").unwrap();
+    let plan = s.plan();
+    let path = format!("{}:{}", s.root.display(), std::env::var("PATH").unwrap_or_default());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dwp"))
+        .args(["outcomes", "--plan", plan.to_str().unwrap()])
+        .args(["control", "--task", "T-one", "--criterion", "AC-pass"])
+        .args(["--command", "sh check.sh", "--artifact", "check.sh"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    expect(&out, 0, "OK: control pair verdict discriminating (old FAIL / new PASS");
+    assert!(!s.root.join("X").exists(), "the repository's own `sh` ran");
 }
 
 #[test]
@@ -351,7 +477,7 @@ fn closure_mechanisms_reviews_and_the_receipt() {
 }
 
 #[test]
-fn a_non_git_host_answers_control_unavailable_before_the_command_class() {
+fn a_non_git_host_answers_control_unavailable_but_still_admits_the_command() {
     let s = controlled();
     // The plan now lives outside any git repository.
     let plain = s._tmp.path().join("plain");
@@ -364,22 +490,30 @@ fn a_non_git_host_answers_control_unavailable_before_the_command_class() {
         0,
         "OK: task_start T-one",
     );
-    // `echo` is no declared command class and the artifact does not exist: neither matters when
-    // there is no starting revision to build the old leg from.
-    let out = crate::dwp(&[
-        "outcomes",
-        "--plan",
-        p,
-        "control",
-        "--task",
-        "T-one",
-        "--criterion",
-        "AC-pass",
-        "--command",
-        "true",
-        "--artifact",
-        "anything.txt",
-    ]);
+    let control = |command: &str| {
+        crate::dwp(&[
+            "outcomes",
+            "--plan",
+            p,
+            "control",
+            "--task",
+            "T-one",
+            "--criterion",
+            "AC-pass",
+            "--command",
+            command,
+            "--artifact",
+            "anything.txt",
+        ])
+    };
+    // The new leg still runs, so the command is admitted as everywhere: shell syntax is
+    // refused (and recorded) even with no old leg to build.
+    let out = control("sh check.sh && touch X");
+    expect(&out, 1, "ERROR: control command 'sh check.sh && touch X' refused");
+    assert!(!plain.join("X").exists() && !s.root.join("X").exists());
+    // The artifact does not exist: that does not matter when there is no starting revision to
+    // build the old leg from.
+    let out = control("sh check.sh");
     expect(&out, 0, "OK: control pair verdict control_unavailable (");
     expect(&out, 0, "non-git host");
 }
@@ -397,7 +531,7 @@ fn a_hostile_starting_revision_is_an_error_not_a_panic() {
         r#"{"task":"T-one","fingerprint":{"revision":"ééééééééééééééé","dirty":""}}"#,
     ]);
     expect(&out, 0, "OK: appended task_start");
-    let out = control(&s, "check.sh");
+    let out = control(&s);
     expect(&out, 1, "ERROR: git worktree add at éééééééééééé failed");
     assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
 }

@@ -152,6 +152,60 @@ fn a_gate_is_admitted_for_a_declared_criterion_in_a_started_task_with_an_allowed
     }
 }
 
+/// The control-pair executor asks the same rules through `admit_command`: only the words of
+/// the messages differ. A line break between a shell's words would be dropped by the word
+/// splitter (and read as a separator by a shell), so it is refused; inside the quoted `-c`
+/// script it is the script's own.
+#[test]
+fn the_control_executor_shares_the_command_rules() {
+    use dwp::refusal::Rule;
+    let contract = value(r#"{"scope":{"allowed_command_classes":["true","sh"]}}"#);
+    let task = value(r#"{"gate_intent":[{"criterion":"AC-one","check":"a human reads it"}]}"#);
+    let admit = |command: &str| {
+        gate::admit_command(
+            &contract,
+            "T-x",
+            &task,
+            "AC-one",
+            gate::Command::Text(command),
+            gate::Executor::Control,
+        )
+    };
+    let words = |w: &[&str]| w.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
+    assert_eq!(admit("sh check.sh"), Ok(words(&["sh", "check.sh"])));
+    assert_eq!(admit("sh -c 'true\ntrue'"), Ok(words(&["sh", "-c", "true\ntrue"])));
+    let refused: &[(&str, Rule, &str)] = &[
+        (
+            "sh check.sh\ntouch X",
+            Rule::ShellSyntax,
+            "control command 'sh check.sh\\ntouch X' refused",
+        ),
+        ("sh -c 'true'\ntouch X", Rule::ShellSyntax, "control command"),
+        ("sh check.sh\r\ntouch X", Rule::ShellSyntax, "control command"),
+        ("ls", Rule::CommandClass, "control command 'ls' is outside the contract declared"),
+        ("./true", Rule::CommandClass, "control command program './true'"),
+    ];
+    for (command, rule, start) in refused {
+        let r = admit(command).unwrap_err();
+        assert_eq!(r.rule, *rule, "{command:?}: {}", r.message);
+        assert!(r.message.starts_with(start), "{command:?}: {}", r.message);
+    }
+    let r = admit("true && touch X").unwrap_err();
+    assert!(r.message.contains("each control leg runs one program without a shell"), "{r:?}");
+    assert!(r.message.contains("run sh -c '…'"), "{r:?}");
+    let none = value(r#"{"scope":{"allowed_command_classes":[]}}"#);
+    let r = gate::admit_command(
+        &none,
+        "T-x",
+        &task,
+        "AC-one",
+        gate::Command::Text("true"),
+        gate::Executor::Control,
+    )
+    .unwrap_err();
+    assert!(r.message.starts_with("control pair refused: contract declared no command classes"));
+}
+
 #[test]
 fn a_declared_check_binds_when_its_program_is_a_class() {
     let classes = ["true".to_owned(), "make".to_owned()];
