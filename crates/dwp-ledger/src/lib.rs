@@ -28,8 +28,10 @@
 //!   ([`Writer::run_gate`]: the admitted argv run without a shell), `project`, `roll`,
 //!   `export` (only files inside the plan or the repository, into a fresh destination),
 //!   `materialize`;
-//! * the part-2 edges: [`records`], [`verify`], [`outcomes`], [`views`], [`amend`],
-//!   [`migrate`], [`delegate`], [`context`].
+//! * the part-2 edges: [`records`], [`verify`], [`outcomes`] (the control-pair executor, the
+//!   second path that mints observed evidence: admitted by the gate's rules, both legs run
+//!   without a shell, its refusals recorded), [`views`], [`amend`], [`migrate`], [`delegate`],
+//!   [`context`].
 //!
 //! # Durability
 //!
