@@ -192,7 +192,8 @@ impl Writer {
         let dirty = field("dirty", "");
         // A host with no starting revision (not a git repository, or an attempt recorded
         // without a fingerprint) has no old leg to run: the verdict is control_unavailable, and
-        // the artifacts, which only travel to the old leg, are not looked at (as upstream).
+        // the artifacts, which only travel to the old leg, need not exist (as upstream); they
+        // must still be relative paths that stay inside the repository.
         let root = self.plan.repo_root();
         let runs_old_leg = fingerprint.is_some() && revision != "none";
         if let Some(bad) = req.artifacts.iter().find(|a| !artifact_inside(a, &root, runs_old_leg)) {
