@@ -58,6 +58,28 @@ fn str_at<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
+/// Every journal event that breaks the standard's journal-event schema (v6, the demo plan's),
+/// with its errors; empty when the standard's files are not at hand.
+fn schema_errors(s: &Scratch) -> Vec<String> {
+    let Some(file) = test_support::shared("standards/dwp/schema/journal-event-v6.schema.json")
+    else {
+        return Vec::new();
+    };
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let validator =
+        jsonschema::options().with_draft(jsonschema::Draft::Draft202012).build(&schema).unwrap();
+    let raw = std::fs::read_to_string(s.plan().join("journal.ndjson")).unwrap();
+    raw.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .flat_map(|e| {
+            let errors: Vec<String> =
+                validator.iter_errors(&e).map(|err| format!("{e}: {err}")).collect();
+            errors
+        })
+        .collect()
+}
+
 fn closure_of(s: &Scratch, criterion: &str) -> Value {
     let out = outcomes(s, &["closure"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -113,6 +135,7 @@ fn a_seeded_bug_gives_a_discriminating_pair_and_pass_pass_does_not() {
     assert!(log.contains("old-leg)"), "{log}");
     // The exact argv both legs ran is in the event too (the schema has no command field).
     assert!(str_at(&pair, "note").ends_with("; command: 'sh check.sh'"), "{pair:?}");
+    assert_eq!(schema_errors(&s), Vec::<String>::new());
     // The worktree is gone.
     let list = std::process::Command::new("git")
         .args(["worktree", "list"])
@@ -272,6 +295,15 @@ fn control_refusals_are_recorded() {
         }
     }
     assert!(s.types().iter().all(|t| t != "control_pair"));
+    assert_eq!(schema_errors(&s), Vec::<String>::new());
+    let out = crate::dwp(&["verify", s.plan().to_str().unwrap()]);
+    let recorded = cases.iter().filter(|c| c.3.is_some()).count();
+    assert!(
+        text(&out.stdout)
+            .contains(&format!("[x] {recorded} refusal(s) recorded, each well-formed")),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
 /// Each compound command of issue 23 given as a control pair's command is refused before
