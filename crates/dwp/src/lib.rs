@@ -10,9 +10,9 @@
 //! [`canonical_json::to_python_compact`] and nothing else.
 //!
 //! Everything here is pure: [`contract`], [`validate`], [`projection`], [`mint`] (what an
-//! `append` may record), [`gate`] (what a gate run or sign-off admits), [`refusal`] (how a
-//! refused request is recorded) and [`py`] are functions
-//! over parsed [`canonical_json::Value`]s with no I/O and no clock. The plan folder, the journal
+//! `append` may record), [`gate`] (what a gate run, a control pair's legs or a sign-off
+//! admit), [`refusal`] (how a refused request is recorded) and [`py`] are functions over
+//! parsed [`canonical_json::Value`]s with no I/O and no clock. The plan folder, the journal
 //! writer and the gate runner live in the `dwp-ledger` crate.
 
 pub mod context;
