@@ -34,7 +34,8 @@ pub const MQTT_PASSWORD_ENV: &str = "COOKWALA_MQTT_PASSWORD";
 /// "token" or "sha256", and "agent" for agent tokens). --token or the environment variable
 /// COOKWALA_HUB_TOKEN add an owner token for scripts. Open to all: capabilities, safety
 /// limits, recalls, incidents, stop, /.well-known/cookwala.json and /openapi.yaml.
-/// Executions left running by an unclean stop are ended safely on restart.
+/// Executions left running by an unclean stop are ended safely on restart; Ctrl-C or
+/// SIGTERM stops them before the hub exits (a second signal exits at once).
 ///
 /// Every device of the catalog (built-in, --bundle, --devices) is served under
 /// /devices/<id>/v1/...; the --device one also at /v1/... GET /v1/devices lists them.
@@ -59,7 +60,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub token: Option<String>,
     /// Open every endpoint without a token, for local development with the upstream SDKs
-    /// (which send none). Refused unless --addr is a loopback address
+    /// (which send none). Refused unless --addr is a loopback address; requests whose Host is
+    /// not a loopback name or address are refused (a web page could otherwise reach the hub
+    /// through DNS rebinding)
     #[arg(long)]
     pub no_auth: bool,
     /// The tokens file with roles (default DATA/tokens.json; created on first start)

@@ -92,8 +92,9 @@ pub(super) async fn resume_point(
                     StatusCode::BAD_REQUEST,
                     "unknown-event-id",
                     format!(
-                        "no stored event has the id {id}; reconnect without Last-Event-ID or \
-                         ?after="
+                        "no stored event has the id {}; reconnect without Last-Event-ID or \
+                         ?after=",
+                        crate::error::quote(&id)
                     ),
                 )
             })?
