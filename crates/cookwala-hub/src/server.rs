@@ -18,13 +18,16 @@
 //! file limit, so `accept` never fails for want of a descriptor. When a new connection finds
 //! a budget full, the hub closes the *oldest connection that is not being handled*: one still
 //! sending its request head or body, or idle between requests. A connection whose request has
-//! fully arrived and is being answered is never closed for another. A flood of half-sent
+//! fully arrived and is being answered is never closed for another (nor, for [`SEND_GRACE`],
+//! one whose answer is going out). A flood of half-sent
 //! requests therefore only ever displaces itself, while a stop (which sends its whole request
 //! at once) is handled the moment it is read, and this holds when the flood comes from the
 //! very address the stop comes from (a browser tab on the same machine; `127.0.0.1` behind a
 //! proxy), which a per-address cap alone, or a control listener the attacker can also reach,
 //! would not give. The price: an honest client on a slow link can lose a half-sent request to
-//! a flood; it retries, as it would after any dropped connection.
+//! a flood; it retries, as it would after any dropped connection. An answer still going out
+//! after [`SEND_GRACE`] gives way too: otherwise a client that asks and never reads could pin
+//! its connections, and an event stream so displaced resumes with `Last-Event-ID`.
 //!
 //! **Shutdown** (see [`run`]): the listener closes, every running execution is stopped safely
 //! and the stop committed (heat and motion off, log written, events in the outbox), the event
@@ -213,21 +216,27 @@ async fn handle(
             }
         }
     };
-    let busy = shared.registry.busy(id);
+    let handling = shared.registry.busy(id);
     parts.extensions.insert(ConnectInfo(peer));
     let req = Request::from_parts(parts, Body::from(bytes));
     let res = match shared.router.clone().oneshot(req).await {
         Ok(res) => res,
         Err(never) => match never {},
     };
-    // The connection stays "handled" while the response body streams (an event stream).
+    // While the response body goes out the connection is still being answered, but only for
+    // SEND_GRACE: a client that does not read its answer (or an event stream, which resumes
+    // with Last-Event-ID) may then give way like an idle one.
+    let sending = handling.sending();
     Ok(res.map(move |b| {
         Body::new(b.map_frame(move |frame| {
-            let _still_busy = &busy;
+            let _still_sending = &sending;
             frame
         }))
     }))
 }
+
+/// How long a response body may be going out before its connection can give way to a new one.
+const SEND_GRACE: Duration = Duration::from_secs(10);
 
 /// A problem answer after which the connection closes (its request was not read to the end).
 fn closing(e: ApiError) -> Response<Body> {
@@ -255,29 +264,52 @@ struct Table {
 
 struct Entry {
     addr: IpAddr,
-    /// Requests being handled (their body in, their response not yet sent).
-    busy: usize,
-    /// When the last response ended, while no new request has begun; `None` on a fresh
-    /// connection (the header timeout governs it) and while a request is in.
-    idle_since: Option<Instant>,
+    phase: Phase,
     close: Arc<Notify>,
 }
 
-/// Marks a connection handled while alive.
+/// Where a connection is. HTTP/1 answers one request at a time, so one phase suffices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for a request head: fresh (`None`; the header timeout governs it), or idle
+    /// since the last answer ended.
+    Waiting(Option<Instant>),
+    /// The head is in; the body is being read.
+    Receiving,
+    /// The router is answering: never evicted.
+    Handling,
+    /// The answer's body is going out, since then.
+    Sending(Instant),
+}
+
+impl Phase {
+    /// May this connection be closed to make room for a new one?
+    fn gives_way(self) -> bool {
+        match self {
+            Phase::Waiting(_) | Phase::Receiving => true,
+            Phase::Handling => false,
+            Phase::Sending(since) => since.elapsed() >= SEND_GRACE,
+        }
+    }
+}
+
+/// Marks a connection as being answered while alive (then idle, when dropped).
 struct Busy {
     registry: Arc<Registry>,
     id: u64,
 }
 
+impl Busy {
+    /// The answer leaves the router: the connection is sending it from now on.
+    fn sending(self) -> Busy {
+        self.registry.set(self.id, Phase::Sending(Instant::now()));
+        self
+    }
+}
+
 impl Drop for Busy {
     fn drop(&mut self) {
-        let mut t = self.registry.table();
-        if let Some(e) = t.conns.get_mut(&self.id) {
-            e.busy = e.busy.saturating_sub(1);
-            if e.busy == 0 {
-                e.idle_since = Some(Instant::now());
-            }
-        }
+        self.registry.set(self.id, Phase::Waiting(Some(Instant::now())));
     }
 }
 
@@ -311,7 +343,7 @@ impl Registry {
         let id = t.next;
         t.next += 1;
         let close = Arc::new(Notify::new());
-        t.conns.insert(id, Entry { addr, busy: 0, idle_since: None, close: close.clone() });
+        t.conns.insert(id, Entry { addr, phase: Phase::Waiting(None), close: close.clone() });
         *t.per_address.entry(addr).or_insert(0) += 1;
         Some(Slot { id, close })
     }
@@ -324,33 +356,42 @@ impl Registry {
         self.table().remove(id);
     }
 
-    fn receiving(&self, id: u64) {
+    fn set(&self, id: u64, phase: Phase) {
         if let Some(e) = self.table().conns.get_mut(&id) {
-            e.idle_since = None;
+            e.phase = phase;
         }
     }
 
+    fn receiving(&self, id: u64) {
+        self.set(id, Phase::Receiving);
+    }
+
     fn busy(self: &Arc<Self>, id: u64) -> Busy {
-        if let Some(e) = self.table().conns.get_mut(&id) {
-            e.busy += 1;
-            e.idle_since = None;
-        }
+        self.set(id, Phase::Handling);
         Busy { registry: self.clone(), id }
     }
 
     fn is_busy(&self, id: u64) -> bool {
-        self.table().conns.get(&id).is_some_and(|e| e.busy > 0)
+        self.table()
+            .conns
+            .get(&id)
+            .is_some_and(|e| matches!(e.phase, Phase::Handling | Phase::Sending(_)))
     }
 
-    /// When the connection's idle time runs out (far off when it is not idle).
+    fn idle_since(&self, id: u64) -> Option<Instant> {
+        match self.table().conns.get(&id).map(|e| e.phase) {
+            Some(Phase::Waiting(since)) => since,
+            _ => None,
+        }
+    }
+
+    /// When the connection's idle time runs out (a full period on when it is not idle).
     fn idle_deadline(&self, id: u64, idle: Duration) -> Instant {
-        let since = self.table().conns.get(&id).and_then(|e| e.idle_since);
-        since.unwrap_or_else(Instant::now) + idle
+        self.idle_since(id).unwrap_or_else(Instant::now) + idle
     }
 
     fn idle_expired(&self, id: u64, idle: Duration) -> bool {
-        let since = self.table().conns.get(&id).and_then(|e| e.idle_since);
-        since.is_some_and(|s| s.elapsed() >= idle)
+        self.idle_since(id).is_some_and(|s| s.elapsed() >= idle)
     }
 
     #[cfg(test)]
@@ -366,7 +407,7 @@ impl Table {
         let victim = self
             .conns
             .iter()
-            .find(|(_, e)| e.busy == 0 && addr.is_none_or(|a| a == e.addr))
+            .find(|(_, e)| e.phase.gives_way() && addr.is_none_or(|a| a == e.addr))
             .map(|(id, _)| *id);
         match victim {
             Some(id) => {

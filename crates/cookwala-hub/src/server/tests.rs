@@ -67,3 +67,23 @@ fn an_evicted_connection_is_told_to_close_and_its_release_is_harmless() {
     assert_eq!(r.open(), 1);
     assert_eq!(r.table().per_address.get(&a), Some(&1));
 }
+
+#[test]
+fn an_answer_that_is_not_read_gives_way_after_the_send_grace() {
+    let now = Instant::now();
+    let long_ago = now.checked_sub(SEND_GRACE + Duration::from_secs(1)).unwrap_or(now);
+    assert!(!Phase::Sending(now).gives_way());
+    assert!(Phase::Sending(long_ago).gives_way() || long_ago == now);
+    assert!(!Phase::Handling.gives_way());
+    assert!(Phase::Receiving.gives_way());
+    assert!(Phase::Waiting(None).gives_way());
+    // Through the registry: a handled connection turns into a sending one, then idle.
+    let r = Arc::new(Registry::new(&limits(4, 4)));
+    let id = r.admit([127, 0, 0, 1].into()).map(|s| s.id).unwrap_or_default();
+    let sending = r.busy(id).sending();
+    assert!(r.is_busy(id));
+    assert!(r.idle_since(id).is_none());
+    drop(sending);
+    assert!(!r.is_busy(id));
+    assert!(r.idle_since(id).is_some());
+}
