@@ -372,3 +372,42 @@ async fn a_slow_body_gets_a_408_and_a_large_head_a_431() {
     assert!(fine.starts_with("HTTP/1.1 200"), "{fine}");
     let _ = stop_server.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_running_executions_and_the_event_stream_carries_the_stop() {
+    let (addr, hub, stop_server) = serve(config()).await;
+    let app = cookwala_hub::app(hub.clone());
+    let body = request("ex-down-1", "red-lentil-soup", false);
+    let started = call(&app, post("/v1/executions", Some("down-key-001"), &body)).await;
+    assert_eq!(started.status, StatusCode::ACCEPTED, "{:?}", started.body);
+    hub.advance(120_000).await.unwrap();
+    assert_eq!(call(&app, get("/v1/executions/ex-down-1")).await.str("state"), "running");
+    // An event stream open from now on, and a half-sent request.
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(stream, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n\r\n")
+        .unwrap();
+    let mut half = TcpStream::connect(addr).unwrap();
+    write!(half, "GET /v1/capabilities HTTP/1.1\r\nHost: x\r\n").unwrap();
+    // The stream is open (its headers arrived) before the shutdown begins.
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+
+    let _ = stop_server.send(());
+    let (events, half_closed) = tokio::task::spawn_blocking(move || {
+        stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let mut out = Vec::new();
+        let _ = stream.read_to_end(&mut out);
+        (String::from_utf8_lossy(&out).into_owned(), closed_by_hub(&mut half))
+    })
+    .await
+    .unwrap();
+    assert!(events.contains(r#""state":"stopped""#), "{events}");
+    assert!(events.contains("hub shutdown"), "{events}");
+    assert!(half_closed);
+    let rec = hub.storage().execution("ex-down-1").unwrap().unwrap();
+    assert_eq!((rec.state.as_str(), rec.is_final), ("stopped", true));
+    assert!(rec.status.contains(r#""heatOn":false"#), "{}", rec.status);
+    assert!(rec.log.is_some_and(|l| l.contains("aborted_safe")));
+    assert!(hub.storage().unfinished().unwrap().is_empty());
+}
