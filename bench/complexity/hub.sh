@@ -67,8 +67,14 @@ conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 def call(method, path, body=None, headers=None):
     h = dict(auth)
     h.update(headers or {})
-    conn.request(method, path, body=body, headers=h)
-    r = conn.getresponse()
+    try:
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
+    except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+        # An idle kept-alive connection gives way to a flood (that is the design): reconnect.
+        conn.close()
+        conn.request(method, path, body=body, headers=h)
+        r = conn.getresponse()
     return r.status, r.read()
 
 made = 0
