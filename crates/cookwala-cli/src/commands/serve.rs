@@ -129,7 +129,8 @@ pub struct ServeArgs {
     /// The largest request body accepted, in bytes (a 413 problem beyond it)
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub max_body: usize,
-    /// The most event streams (SSE) open at once (a 503 problem beyond it)
+    /// The most event streams (SSE, WebSocket) open at once (a 503 problem beyond it); one
+    /// token holds at most a quarter of them, and an owner holding none always gets one
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_streams: usize,
     /// The most connections open at once (kept below the open-file limit; when a new one
