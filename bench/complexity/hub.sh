@@ -19,7 +19,8 @@
 # Paths: SSE resume from the first event (`?after=`) reading every later event; the dashboard
 # list (`GET /v1/executions?limit=200`, whose outbox window doubles up to MAX_SCAN); a stop sent
 # while FLOOD half-sent requests from the same address are open (the connection budget makes the
-# oldest give way); a status read with an outbox of n (the idempotency and execution tables).
+# oldest give way); a status read with an outbox of n (the idempotency and execution tables);
+# the dashboard list again where creations are sparse (n/40 completed runs, on a second hub).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -43,13 +44,19 @@ TOKEN="complexity-bench-token-0123456789"
     --speed 60 --heartbeat-secs 0 >"$WORK/stdout" 2>"$WORK/stderr" &
 HUB_PID=$!
 cleanup() {
-    kill "$HUB_PID" 2>/dev/null || true
-    wait "$HUB_PID" 2>/dev/null || true
+    kill "$HUB_PID" ${FAST_PID:-} 2>/dev/null || true
+    wait "$HUB_PID" ${FAST_PID:-} 2>/dev/null || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-python3 - "$PORT" "$TOKEN" "$N" "$FLOOD" <<'PY'
+# A second hub at a high speed, for runs that complete at once (the list's sparse shape).
+FAST_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$COOKWALA_BIN" serve --addr "127.0.0.1:$FAST_PORT" --data "$WORK/fast" --token "$TOKEN" \
+    --speed 200000 --heartbeat-secs 0 >"$WORK/fast.stdout" 2>"$WORK/fast.stderr" &
+FAST_PID=$!
+
+python3 - "$PORT" "$TOKEN" "$N" "$FLOOD" "$FAST_PORT" <<'PY'
 import http.client, socket, statistics, sys, time
 
 port, token, n, flood = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -179,6 +186,49 @@ refused_starts(n)
 measure("2n")
 results.setdefault("stop: through FLOOD half-sent requests, same address", []).append(
     stop_through_flood(2 * flood))
+
+# The list's worst shape: creations sparse in the outbox (every completed run leaves dozens of
+# events after its `accepted`), so the window has to double towards MAX_SCAN. A second hub at a
+# high speed completes RUNS runs (2 x RUNS at 2n) of a stock one after the other.
+fast = sys.argv[5]
+if fast:
+    port = int(fast)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    recipe = call("GET", "/v1/tools/recipes/vegetable-stock")[1]
+    digest = json.loads(call("POST", "/v1/tools/hash", b'{"doc":' + recipe + b"}",
+                             {"Content-Type": "application/json"})[1])["hash"]
+    runs = 0
+    def complete(count):
+        global runs
+        for _ in range(count):
+            runs += 1
+            ex = f"ex-run-{runs}"
+            body = json.dumps({"core": "0.2.0", "kind": "ExecuteRequest", "id": ex,
+                               "recipe": "cw:x:vegetable-stock", "recipeHash": digest,
+                               "requestedBy": "person:cook", "idempotencyKey": ex + "-key"})
+            status, out = call("POST", "/v1/executions", body,
+                               {"Idempotency-Key": ex + "-key", "Content-Type": "application/json"})
+            if status != 202 or b'"accepted"' not in out:
+                sys.exit(f"complexity/hub: run {ex}: {status} {out[:200]!r}")
+            for _ in range(2000):
+                state = json.loads(call("GET", f"/v1/executions/{ex}")[1])["state"]
+                if state in ("completed", "stopped", "failed"):
+                    break
+                time.sleep(0.01)
+            else:
+                sys.exit(f"complexity/hub: run {ex} did not end")
+    runs_n = max(1, n // 40)
+    label = "dashboard list: creations sparse (completed runs)"
+    complete(runs_n)
+    results.setdefault(label, []).append(dashboard_list())
+    complete(runs_n)
+    results.setdefault(label, []).append(dashboard_list())
 
 for path, (a, b) in results.items():
     path = path.replace("FLOOD", f"{flood}/{2 * flood}")
