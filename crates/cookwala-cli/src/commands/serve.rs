@@ -558,8 +558,7 @@ fn descriptor_room(_want: usize) -> Option<usize> {
 /// Resolves at the first Ctrl-C or SIGTERM. From then on a second one ends the process at
 /// once (exit status 130), for when the safe shutdown takes longer than the person waits.
 /// The same listeners wait for both, so the first signal is never taken for the second.
-async fn shutdown_signal() {
-    let mut signals = Signals::new();
+async fn shutdown_signal(mut signals: Signals) {
     signals.next().await;
     cookwala_hub::note(format_args!(
         "cookwala serve: shutting down: stopping running executions, then closing connections \
@@ -767,6 +766,9 @@ pub fn run(args: ServeArgs) -> Result<bool> {
                 "cookwala serve: execution {id} was active at the last stop; ended safely"
             ));
         }
+        // Listening for signals before the banner says the hub is up: a SIGTERM sent the
+        // moment it is, is a safe shutdown, not the default action's sudden end.
+        let signals = Signals::new();
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("binding {}", args.addr))?;
@@ -796,7 +798,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         drop(out);
-        cookwala_hub::serve(hub, listener, shutdown_signal()).await.context("serving")?;
+        cookwala_hub::serve(hub, listener, shutdown_signal(signals)).await.context("serving")?;
         anyhow::Ok(())
     })?;
     Ok(true)

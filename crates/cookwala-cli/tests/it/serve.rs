@@ -610,3 +610,40 @@ fn sigterm_stops_running_executions_and_does_not_wait_for_half_sent_requests() {
     let log = get_authed(second.addr, "/v1/executions/ex-term-1/log");
     assert!(log.starts_with("HTTP/1.1 200"), "{log}");
 }
+
+/// A second signal ends the process at once while the first one's shutdown waits for an
+/// answer to go out: a client that pipelines requests for the API description and reads
+/// nothing keeps its connection busy, and `--shutdown-grace` is long.
+#[cfg(unix)]
+#[test]
+fn a_second_signal_exits_at_once_while_shutdown_waits_for_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("data"))
+            .args(["--token", "kill-test-token-0", "--shutdown-grace", "600"])
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = stdout.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Megabytes of answers asked for, none read: the hub's writes block.
+    let mut greedy = TcpStream::connect(addr).unwrap();
+    let ask = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n".repeat(400);
+    greedy.write_all(ask.as_bytes()).unwrap();
+
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let said = stderr.find_map(|l| l.ok().filter(|l| l.contains("shutting down"))).unwrap();
+    assert!(said.contains("again to exit at once"), "{said}");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    drop(greedy);
+}
