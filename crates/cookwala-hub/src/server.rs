@@ -182,8 +182,8 @@ async fn connection(
 }
 
 /// One request: its body read within the body timeout and the body limit, then the router.
-/// The connection counts as handled (never evicted) from when the body is in until the
-/// response body is dropped.
+/// The connection is never evicted while the router answers, nor for [`SEND_GRACE`] while the
+/// answer's body goes out.
 async fn handle(
     shared: Arc<Shared>,
     id: u64,
