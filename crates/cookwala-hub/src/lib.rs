@@ -3,7 +3,10 @@
 //! [`Hub::open`] takes a [`storage::Storage`] (SQLite by default) and ends, safely, every
 //! execution a previous process left active — the hub never silently resumes cooking.
 //! [`app`] builds the axum router; [`Hub::spawn_clock`] moves simulated time at the configured
-//! speed; [`serve`] runs both on a listener until a shutdown signal.
+//! speed; [`serve`] runs both on a listener until a shutdown signal, through an accept loop
+//! that bounds every connection ([`ConnLimits`]: timeouts, header bytes, a connection budget
+//! in which a stop always gets through) and, at shutdown, stops every running execution before
+//! it closes connections.
 //!
 //! **Devices.** Every device of the catalog is served, each with its own busy state, safety
 //! limits and heartbeat: the root paths (`/v1/...`) serve [`HubConfig::device_id`], and
