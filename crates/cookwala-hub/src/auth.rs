@@ -177,8 +177,15 @@ pub struct Tokens {
     entries: Vec<TokenEntry>,
 }
 
-/// The shortest token a tokens file may hold.
+/// The shortest token a tokens file may hold, in non-space characters.
 pub const MIN_TOKEN_LEN: usize = 16;
+
+/// True for a token of at least [`MIN_TOKEN_LEN`] non-space characters with no space at
+/// either end (a client's `Authorization` header loses those, so such a token could never be
+/// presented). Sixteen spaces are not a secret.
+pub fn acceptable_token(token: &str) -> bool {
+    token.trim() == token && token.chars().filter(|c| !c.is_whitespace()).count() >= MIN_TOKEN_LEN
+}
 
 impl Tokens {
     /// No tokens.
@@ -234,8 +241,11 @@ impl Tokens {
             })?;
             let sha256 = match (e.get("token"), e.get("sha256")) {
                 (Some(Value::String(t)), None) => {
-                    if t.chars().count() < MIN_TOKEN_LEN {
-                        return Err(bad(&format!("token shorter than {MIN_TOKEN_LEN} characters")));
+                    if !acceptable_token(t) {
+                        return Err(bad(&format!(
+                            "token shorter than {MIN_TOKEN_LEN} non-space characters, or with a \
+                             space at either end"
+                        )));
                     }
                     sha256_hex(t.as_bytes())
                 }

@@ -9,6 +9,21 @@ use crate::storage::StorageError;
 /// The media type of problem documents.
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
+/// The longest problem detail, in characters; longer ones are cut and end in `…`.
+pub const MAX_DETAIL_CHARS: usize = 400;
+
+/// At most the first [`QUOTE_CHARS`] characters of `input`, for a message that quotes what
+/// it rejects (`…` marks a cut).
+pub fn quote(input: &str) -> String {
+    match input.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &input[..cut]),
+        None => input.to_owned(),
+    }
+}
+
+/// How many characters of a rejected input a message quotes.
+pub const QUOTE_CHARS: usize = 64;
+
 /// An HTTP problem: status, a short slug `title`, a human `detail`, an optional refusal code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
@@ -23,9 +38,16 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// A problem with a detail.
+    /// A problem with a detail, cut to [`MAX_DETAIL_CHARS`] characters: a detail may quote
+    /// what it rejects (a parser's message quotes the bad number), and a problem must stay
+    /// small whatever the input was.
     pub fn new(status: StatusCode, title: &'static str, detail: impl Into<String>) -> ApiError {
-        ApiError { status, title, detail: Some(detail.into()), refusal: None }
+        let mut detail = detail.into();
+        if let Some((cut, _)) = detail.char_indices().nth(MAX_DETAIL_CHARS) {
+            detail.truncate(cut);
+            detail.push('…');
+        }
+        ApiError { status, title, detail: Some(detail), refusal: None }
     }
 
     /// 400 `invalid-request`.

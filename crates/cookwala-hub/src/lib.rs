@@ -3,7 +3,10 @@
 //! [`Hub::open`] takes a [`storage::Storage`] (SQLite by default) and ends, safely, every
 //! execution a previous process left active — the hub never silently resumes cooking.
 //! [`app`] builds the axum router; [`Hub::spawn_clock`] moves simulated time at the configured
-//! speed; [`serve`] runs both on a listener until a shutdown signal.
+//! speed; [`serve`] runs both on a listener until a shutdown signal, through an accept loop
+//! that bounds every connection ([`ConnLimits`]: timeouts, header bytes, a connection budget
+//! in which a stop always gets through) and, at shutdown, stops every running execution before
+//! it closes connections.
 //!
 //! **Devices.** Every device of the catalog is served, each with its own busy state, safety
 //! limits and heartbeat: the root paths (`/v1/...`) serve [`HubConfig::device_id`], and
@@ -26,7 +29,7 @@
 
 // Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
 // them (`auth`, `catalog`, `clock`, `conformance`, `error`, `identity`, `limits`, `openapi`,
-// `privacy`) call none of the layers.
+// `privacy`) call none of the layers. `server` (the accept loop) sits above `http`.
 pub mod auth;
 pub mod catalog;
 mod clock;
@@ -38,6 +41,7 @@ mod limits;
 pub mod openapi;
 pub mod outbox;
 pub mod privacy;
+mod server;
 mod service;
 pub mod storage;
 
@@ -46,17 +50,20 @@ pub use clock::{Clock, SystemClock, note, unix_ms};
 pub use error::ApiError;
 pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;
+pub use limits::{ConnLimits, MIN_HEADER_BYTES};
 pub use outbox::webhooks::{Webhook, WebhookPolicy};
 pub use outbox::{events, webhooks};
 pub use service::mqtt::{self, MqttConfig};
 pub use service::{Hub, HubConfig, HubError};
 
 /// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock, the heartbeats
-/// and the webhook deliveries run meanwhile. At shutdown the open event streams end, so the
-/// graceful shutdown does not wait for SSE clients.
+/// and the webhook deliveries run meanwhile. Every connection is bounded by
+/// [`HubConfig::connections`] (see [`ConnLimits`]). At shutdown the listener closes, every
+/// running execution is stopped safely, the event streams end, and the open connections get
+/// [`ConnLimits::shutdown_grace`] to finish (those still sending a request are closed at once).
 ///
 /// # Errors
-/// The listener fails.
+/// None today (accept errors are survived); the signature keeps room for listener errors.
 pub async fn serve(
     hub: Hub,
     listener: tokio::net::TcpListener,
@@ -68,13 +75,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
     tasks.extend(hub.spawn_fleet());
-    let closer = hub.clone();
-    let shutdown = async move {
-        shutdown.await;
-        closer.close_event_streams();
-    };
-    let service = app(hub).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    let res = axum::serve(listener, service).with_graceful_shutdown(shutdown).await;
+    let res = server::run(hub, listener, shutdown).await;
     for t in tasks {
         t.abort();
     }

@@ -2,8 +2,9 @@
 //!
 //! Everything the hub needs comes from `cookwala-hub`; this command only resolves the data
 //! directory, the bearer token and the hub's signing key (`hub-key.json`, generated here from OS
-//! randomness on first start), opens the SQLite store, and runs the server with a graceful
-//! shutdown on Ctrl-C (and SIGTERM).
+//! randomness on first start), opens the SQLite store, and runs the server with a safe
+//! shutdown on Ctrl-C (and SIGTERM): running executions are stopped first, then connections
+//! close within `--shutdown-grace`; a second signal exits at once.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,7 +34,8 @@ pub const MQTT_PASSWORD_ENV: &str = "COOKWALA_MQTT_PASSWORD";
 /// "token" or "sha256", and "agent" for agent tokens). --token or the environment variable
 /// COOKWALA_HUB_TOKEN add an owner token for scripts. Open to all: capabilities, safety
 /// limits, recalls, incidents, stop, /.well-known/cookwala.json and /openapi.yaml.
-/// Executions left running by an unclean stop are ended safely on restart.
+/// Executions left running by an unclean stop are ended safely on restart; Ctrl-C or
+/// SIGTERM stops them before the hub exits (a second signal exits at once).
 ///
 /// Every device of the catalog (built-in, --bundle, --devices) is served under
 /// /devices/<id>/v1/...; the --device one also at /v1/... GET /v1/devices lists them.
@@ -58,7 +60,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub token: Option<String>,
     /// Open every endpoint without a token, for local development with the upstream SDKs
-    /// (which send none). Refused unless --addr is a loopback address
+    /// (which send none). Refused unless --addr is a loopback address; requests whose Host is
+    /// not a loopback name or address are refused (a web page could otherwise reach the hub
+    /// through DNS rebinding)
     #[arg(long)]
     pub no_auth: bool,
     /// The tokens file with roles (default DATA/tokens.json; created on first start)
@@ -125,9 +129,35 @@ pub struct ServeArgs {
     /// The largest request body accepted, in bytes (a 413 problem beyond it)
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub max_body: usize,
-    /// The most event streams (SSE) open at once (a 503 problem beyond it)
+    /// The most event streams (SSE, WebSocket) open at once (a 503 problem beyond it); one
+    /// token holds at most a quarter of them, and an owner holding none always gets one
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub max_streams: usize,
+    /// The most connections open at once (kept below the open-file limit; when a new one
+    /// finds it full, the oldest connection not being answered is closed for it)
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// The most connections open at once from one client address (as above, the oldest one
+    /// of that address not being answered gives way)
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub max_connections_per_address: usize,
+    /// Seconds a request head may take to arrive, counted from when the hub waits for it
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub header_timeout: u64,
+    /// Seconds a request body may take to arrive once its head is in (a 408 problem beyond)
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub body_timeout: u64,
+    /// Seconds a kept-alive connection may wait for its next request
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub idle_timeout: u64,
+    /// The largest request head (start line and headers) in bytes, at least 8192 (a 431
+    /// beyond)
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024)]
+    pub max_header_bytes: usize,
+    /// Seconds open connections get to finish their answer at shutdown, after every running
+    /// execution has been stopped (a second Ctrl-C or SIGTERM exits at once)
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub shutdown_grace: u64,
     /// Days to keep the incident reports clients post without a token
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
     pub incident_retention_days: u32,
@@ -380,10 +410,11 @@ fn resolve_tokens(
         .filter(|t| !t.is_empty())
         .or_else(|| std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()));
     if let Some(t) = &extra
-        && t.chars().count() < cookwala_hub::auth::MIN_TOKEN_LEN
+        && !cookwala_hub::auth::acceptable_token(t)
     {
         bail!(
-            "--token / {TOKEN_ENV} is shorter than {} characters; use a longer one",
+            "--token / {TOKEN_ENV} needs at least {} non-space characters and no space at either \
+             end; use a longer one",
             cookwala_hub::auth::MIN_TOKEN_LEN
         );
     }
@@ -460,28 +491,132 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     builder.create(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
+/// The connection limits of the flags, with `--max-connections` lowered (with a note) when the
+/// open-file limit could not hold it: a budget above the limit would let `accept` fail for
+/// want of a descriptor, which is what a flood aims at.
+fn connection_limits(args: &ServeArgs) -> Result<cookwala_hub::ConnLimits> {
+    if args.max_connections == 0 || args.max_connections_per_address == 0 {
+        bail!("--max-connections and --max-connections-per-address must be at least 1");
+    }
+    if args.max_header_bytes < cookwala_hub::MIN_HEADER_BYTES {
+        bail!("--max-header-bytes must be at least {}", cookwala_hub::MIN_HEADER_BYTES);
+    }
+    if args.header_timeout == 0 || args.body_timeout == 0 || args.idle_timeout == 0 {
+        bail!("--header-timeout, --body-timeout and --idle-timeout must be at least 1 second");
+    }
+    let secs = std::time::Duration::from_secs;
+    let mut max_connections = args.max_connections;
+    if let Some(room) = descriptor_room(max_connections)
+        && room < max_connections
+    {
+        cookwala_hub::note(format_args!(
+            "cookwala serve: the open-file limit leaves room for {room} connections; \
+             --max-connections {max_connections} lowered to {room} (raise ulimit -n for more)"
+        ));
+        max_connections = room;
+    }
+    Ok(cookwala_hub::ConnLimits {
+        max_connections,
+        max_per_address: args.max_connections_per_address.min(max_connections),
+        header_timeout: secs(args.header_timeout),
+        body_timeout: secs(args.body_timeout),
+        idle_timeout: secs(args.idle_timeout),
+        max_header_bytes: args.max_header_bytes,
+        shutdown_grace: secs(args.shutdown_grace),
+    })
+}
+
+/// Descriptors the hub keeps for itself beside connections: the store, the listener, the
+/// webhook and MQTT clients, files read at start.
+const RESERVED_DESCRIPTORS: u64 = 64;
+
+/// How many connections the open-file limit leaves room for, after raising the soft limit
+/// towards the hard one as far as `want` needs; `None` when the limit is unknown.
+#[cfg(unix)]
+fn descriptor_room(want: usize) -> Option<usize> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let need = u64::try_from(want).unwrap_or(u64::MAX).saturating_add(RESERVED_DESCRIPTORS);
+    let mut soft = limit.current?;
+    if soft < need {
+        let raised = limit.maximum.map_or(need, |hard| need.min(hard));
+        if setrlimit(Resource::Nofile, Rlimit { current: Some(raised), maximum: limit.maximum })
+            .is_ok()
+        {
+            soft = raised;
+        }
+    }
+    let room = soft.saturating_sub(RESERVED_DESCRIPTORS).max(16);
+    Some(usize::try_from(room).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn descriptor_room(_want: usize) -> Option<usize> {
+    None
+}
+
+/// Resolves at the first Ctrl-C or SIGTERM. From then on a second one ends the process at
+/// once (exit status 130), for when the safe shutdown takes longer than the person waits.
+/// The same listeners wait for both, so the first signal is never taken for the second.
+async fn shutdown_signal(mut signals: Signals) {
+    signals.next().await;
+    cookwala_hub::note(format_args!(
+        "cookwala serve: shutting down: stopping running executions, then closing connections \
+         (again to exit at once)"
+    ));
+    tokio::spawn(async move {
+        signals.next().await;
+        cookwala_hub::note(format_args!("cookwala serve: second signal; exiting now"));
+        std::process::exit(130);
+    });
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM listeners; a listener that cannot be set up never fires.
+struct Signals {
+    #[cfg(unix)]
+    int: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    #[cfg(unix)]
+    fn new() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        Signals {
+            int: signal(SignalKind::interrupt()).ok(),
+            term: signal(SignalKind::terminate()).ok(),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> Signals {
+        Signals {}
+    }
+
+    /// The next signal.
+    #[cfg(unix)]
+    async fn next(&mut self) {
+        async fn recv(s: Option<&mut tokio::signal::unix::Signal>) {
+            match s {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        }
+        tokio::select! {
+            () = recv(self.int.as_mut()) => {}
+            () = recv(self.term.as_mut()) => {}
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;
         }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
     }
-    cookwala_hub::note(format_args!("cookwala serve: shutting down"));
 }
 
 /// The description to serve at /openapi.yaml: `--spec` (or the hub's own), with the schemas
@@ -545,6 +680,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
     if args.max_body == 0 || args.max_streams == 0 {
         bail!("--max-body and --max-streams must be at least 1");
     }
+    let connections = connection_limits(&args)?;
     let (catalog, device, n_recipes, n_devices) = build_catalog(&args)?;
     let vocab_ops = match &args.vocab {
         Some(dir) => Some(load_vocab(dir)?),
@@ -616,6 +752,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         webhook_roots,
         mqtt,
         heartbeat: std::time::Duration::from_secs(args.heartbeat_secs),
+        connections,
         ..HubConfig::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -629,6 +766,9 @@ pub fn run(args: ServeArgs) -> Result<bool> {
                 "cookwala serve: execution {id} was active at the last stop; ended safely"
             ));
         }
+        // Listening for signals before the banner says the hub is up: a SIGTERM sent the
+        // moment it is, is a safe shutdown, not the default action's sudden end.
+        let signals = Signals::new();
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("binding {}", args.addr))?;
@@ -658,7 +798,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         drop(out);
-        cookwala_hub::serve(hub, listener, shutdown_signal()).await.context("serving")?;
+        cookwala_hub::serve(hub, listener, shutdown_signal(signals)).await.context("serving")?;
         anyhow::Ok(())
     })?;
     Ok(true)

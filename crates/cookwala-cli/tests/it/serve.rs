@@ -120,8 +120,20 @@ struct Server {
 /// `cookwala serve` on port 0 with `--data DATA` and `args`, without the token variable of
 /// the environment; returns once it has printed the address it listens on.
 fn launch(data: &std::path::Path, args: &[&str]) -> Server {
+    launch_with(Command::new(env!("CARGO_BIN_EXE_cookwala")), data, args)
+}
+
+/// [`launch`] under an open-file limit of `nofile` (set by the shell before it execs).
+fn launch_with_nofile(data: &std::path::Path, args: &[&str], nofile: u32) -> Server {
+    let mut sh = Command::new("sh");
+    sh.args(["-c", &format!("ulimit -n {nofile} && exec \"$0\" \"$@\"")])
+        .arg(env!("CARGO_BIN_EXE_cookwala"));
+    launch_with(sh, data, args)
+}
+
+fn launch_with(mut command: Command, data: &std::path::Path, args: &[&str]) -> Server {
     let mut child = Reaped(
-        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        command
             .args(["serve", "--addr", "127.0.0.1:0", "--data"])
             .arg(data)
             .args(args)
@@ -402,10 +414,13 @@ fn serve_refuses_a_silently_open_hub() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("loopback"), "{err}");
 
-    let out = run(&["--addr", "127.0.0.1:0", "--token", "short-token"], &empty);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("16 characters"), "{err}");
+    // Too short, or long enough only in spaces (issue 22).
+    for token in ["short-token", "                ", "0123456789abcd  "] {
+        let out = run(&["--addr", "127.0.0.1:0", "--token", token], &empty);
+        assert_eq!(out.status.code(), Some(1), "{token:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("16 non-space characters"), "{err}");
+    }
 }
 
 /// `--no-auth` on loopback: a warning in the banner, and what needed a token answers without.
@@ -419,8 +434,18 @@ fn serve_no_auth_opens_a_loopback_hub_with_a_warning() {
         launch(&dir.path().join("data"), &["--tokens", tokens, "--no-auth"]);
     let banner: Vec<String> = _stdout.by_ref().take(4).map(|l| l.unwrap()).collect();
     assert!(banner.iter().any(|l| l.contains("WARNING: --no-auth")), "{banner:?}");
-    let anon = http(addr, "GET /v1/devices HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let anon = http(
+        addr,
+        &format!("GET /v1/devices HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    );
     assert!(anon.starts_with("HTTP/1.1 200"), "{anon}");
+    // A name that is not loopback is refused: what a DNS-rebinding page would send.
+    let rebound = http(
+        addr,
+        "GET /v1/devices HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+    );
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    assert!(rebound.contains("non-loopback-host"), "{rebound}");
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -473,4 +498,152 @@ fn serve_loads_limits_vocab_and_only_the_given_devices() {
     assert_eq!(recipes.get("recipes").and_then(|r| r.as_array()).map(<[_]>::len), Some(0));
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+// ---- issue 22: a stop gets through a flood; SIGTERM makes things safe
+
+/// A soup request for execution `id`.
+fn soup(id: &str) -> String {
+    let recipe = cookwala_sim::builtin::recipe("red-lentil-soup").unwrap();
+    let hash = canonical_json::digest::document_hash(&recipe).unwrap();
+    format!(
+        r#"{{"core":"0.2.0","kind":"ExecuteRequest","id":"{id}","recipe":"cw:x:red-lentil-soup","recipeHash":"{hash}","requestedBy":"person:cook","idempotencyKey":"{id}-key"}}"#
+    )
+}
+
+/// Polls the status of `id` until it contains every one of `needles` (a few hundred tries,
+/// far more than the hub needs; the last answer is returned either way).
+fn status_until(addr: SocketAddr, id: &str, needles: &[&str]) -> String {
+    let mut last = String::new();
+    for _ in 0..600 {
+        last = get_authed(addr, &format!("/v1/executions/{id}"));
+        if needles.iter().all(|n| last.contains(n)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    last
+}
+
+/// `n` connections to `addr`, each holding a request head it never finishes.
+fn half_sent(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    (0..n)
+        .filter_map(|i| {
+            let mut s = TcpStream::connect(addr).ok()?;
+            let _ = write!(s, "GET /v1/capabilities?n={i} HTTP/1.1\r\nHost: x\r\n");
+            Some(s)
+        })
+        .collect()
+}
+
+/// True once the hub has closed `s` (EOF or reset); the read timeout is only a guard.
+fn closed_by_hub(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(std::time::Duration::from_secs(90))).unwrap();
+    let mut buf = Vec::new();
+    match s.read_to_end(&mut buf) {
+        Ok(_) => true,
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+        ),
+    }
+}
+
+/// The check of issue 22 from outside: under an open-file limit of 128, 300 half-sent
+/// requests held open from 127.0.0.1 (the stop's own address), and a running execution is
+/// still stopped through the API; then the hub closes every half-sent one.
+#[cfg(unix)]
+#[test]
+fn a_stop_gets_through_300_half_sent_requests_under_a_128_file_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let args = ["--token", "kill-test-token-0", "--speed", "10", "--header-timeout", "3"];
+    let Server { child: _child, addr, _stdout } = launch_with_nofile(&data, &args, 128);
+    let created = post_execution(addr, &soup("ex-flood-1"));
+    assert!(created.starts_with("HTTP/1.1 202"), "{created}");
+    let running = status_until(addr, "ex-flood-1", &[r#""state":"running""#]);
+    assert!(running.contains(r#""state":"running""#), "{running}");
+
+    let mut flood = half_sent(addr, 300);
+    assert!(flood.len() >= 250, "only {} connections opened", flood.len());
+    let stop = http(
+        addr,
+        "POST /v1/executions/ex-flood-1/stop HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Length: 0\r\n\r\n",
+    );
+    assert!(stop.starts_with("HTTP/1.1 202"), "{stop}");
+    assert!(stop.contains(r#""state":"stopping""#) || stop.contains(r#""state":"stopped""#));
+    let ended = status_until(addr, "ex-flood-1", &[r#""state":"stopped""#]);
+    assert!(ended.contains(r#""heatOn":false"#), "{ended}");
+    assert!(flood.iter_mut().all(closed_by_hub));
+}
+
+/// SIGTERM with a running execution and half-sent requests open: the hub stops the execution
+/// (heat off, log written), closes the half-sent requests instead of waiting on them, and
+/// exits; the restarted hub finds nothing to recover.
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_running_executions_and_does_not_wait_for_half_sent_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // A long header timeout: only the shutdown itself may close the half-sent requests.
+    let args = ["--token", "kill-test-token-0", "--speed", "10", "--header-timeout", "600"];
+    let Server { mut child, addr, _stdout } = launch(&data, &args);
+    let created = post_execution(addr, &soup("ex-term-1"));
+    assert!(created.starts_with("HTTP/1.1 202"), "{created}");
+    let running = status_until(addr, "ex-term-1", &[r#""state":"running""#, r#""heatOn":true"#]);
+    assert!(running.contains(r#""heatOn":true"#), "{running}");
+    let mut held = half_sent(addr, 20);
+
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(held.iter_mut().all(closed_by_hub));
+
+    let second = start(&data, "10");
+    let ended = get_authed(second.addr, "/v1/executions/ex-term-1");
+    assert!(ended.contains(r#""state":"stopped""#), "{ended}");
+    assert!(ended.contains(r#""heatOn":false"#), "{ended}");
+    // Stopped by the shutdown itself, not by the restart's recovery.
+    assert!(!ended.contains(r#""recovered":true"#), "{ended}");
+    let log = get_authed(second.addr, "/v1/executions/ex-term-1/log");
+    assert!(log.starts_with("HTTP/1.1 200"), "{log}");
+}
+
+/// A second signal ends the process at once while the first one's shutdown waits for an
+/// answer to go out: a client that pipelines requests for the API description and reads
+/// nothing keeps its connection busy, and `--shutdown-grace` is long.
+#[cfg(unix)]
+#[test]
+fn a_second_signal_exits_at_once_while_shutdown_waits_for_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("data"))
+            .args(["--token", "kill-test-token-0", "--shutdown-grace", "600"])
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = stdout.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Megabytes of answers asked for, none read: the hub's writes block.
+    let mut greedy = TcpStream::connect(addr).unwrap();
+    let ask = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n".repeat(400);
+    greedy.write_all(ask.as_bytes()).unwrap();
+
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let said = stderr.find_map(|l| l.ok().filter(|l| l.contains("shutting down"))).unwrap();
+    assert!(said.contains("again to exit at once"), "{said}");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    drop(greedy);
 }

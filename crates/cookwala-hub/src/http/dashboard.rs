@@ -1,10 +1,14 @@
-//! The kitchen dashboard: one HTML page (`dashboard/index.html`, CSS and JavaScript inline,
-//! embedded in the binary) served at `GET /` to clients that ask for `text/html`, and the two
-//! read-only endpoints it needs beside Core's.
+//! The kitchen dashboard: one HTML page (`dashboard/index.html`, with its style and script in
+//! `dashboard/dashboard.css` and `dashboard/dashboard.js`, all embedded in the binary) served
+//! at `GET /` to clients that ask for `text/html`, and the two read-only endpoints it needs
+//! beside Core's.
 //!
-//! - `GET /` with `Accept: text/html`: the page (no CDN, no fonts, no other file: it works
-//!   offline, and its `Content-Security-Policy` lets it reach nothing but the hub). Every
-//!   other `Accept` gets the JSON index as before (`crate::http::tools`).
+//! - `GET /` with `Accept: text/html`: the page (no CDN, no fonts: it works offline, and its
+//!   `Content-Security-Policy` lets it reach nothing but the hub). Every other `Accept` gets
+//!   the JSON index as before (`crate::http::tools`).
+//! - `GET /dashboard.css`, `GET /dashboard.js`: its style and script, served as files so the
+//!   policy allows scripts and styles from `'self'` only, never inline ones: markup that ever
+//!   slipped into the page (an execution id, a device name) could not run.
 //! - `GET /v1/executions[?limit=N]` (bearer, read): the executions the hub knows, newest first,
 //!   at most `limit` (default 50, at most 200): `{executions: [{id, device, state, seq,
 //!   updatedAt, createdAt, recipe?, humanNeeded?, event}]}`. It is read from the newest part
@@ -37,6 +41,12 @@ use crate::storage::{Storage, StorageError, StoredEvent};
 /// The page, embedded at build time.
 pub const PAGE: &str = include_str!("dashboard/index.html");
 
+/// The page's style sheet.
+pub const STYLE: &str = include_str!("dashboard/dashboard.css");
+
+/// The page's script.
+pub const SCRIPT: &str = include_str!("dashboard/dashboard.js");
+
 /// The most outbox events `GET /v1/executions` reads back.
 pub const MAX_SCAN: u64 = 16_384;
 
@@ -44,14 +54,29 @@ pub const MAX_SCAN: u64 = 16_384;
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 200;
 
-/// What the page may load: only the hub itself (inline script and style).
-const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+/// What the page may load: only the hub itself, and no inline script or style.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
      img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
      frame-ancestors 'none'";
 
 /// The dashboard's API routes (merged into [`crate::http::app`]).
 pub(crate) fn routes() -> Router<Hub> {
-    Router::new().route("/v1/executions", get(list)).route("/v1/executions/{id}/trace", get(trace))
+    Router::new()
+        .route("/v1/executions", get(list))
+        .route("/v1/executions/{id}/trace", get(trace))
+        .route("/dashboard.css", get(|| async { asset(STYLE, "text/css; charset=utf-8") }))
+        .route("/dashboard.js", get(|| async { asset(SCRIPT, "text/javascript; charset=utf-8") }))
+}
+
+/// The page's style or script, with the same protective headers as the page.
+fn asset(text: &'static str, ty: &'static str) -> Response {
+    let mut res = (StatusCode::OK, text).into_response();
+    let h = res.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    res
 }
 
 /// True when the client prefers HTML: its `Accept` names `text/html` (browsers do; `curl` and

@@ -30,7 +30,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::error::ApiError;
-use crate::http::authorize;
 use crate::outbox::sse::{Filter, Stream};
 use crate::service::Hub;
 
@@ -44,8 +43,8 @@ async fn events(
     headers: HeaderMap,
     query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    authorize(&hub, &headers)?;
-    let slot = crate::limits::StreamSlot::take(&hub.inner.streams, hub.inner.config.max_streams)?;
+    let who = crate::http::authenticate(&hub, &headers, crate::auth::Action::Read)?;
+    let slot = hub.inner.streams.take(&who, hub.inner.config.max_streams)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
     let (start, filter) = resume_point(&hub, &headers, &query).await?;
     let bus = &hub.inner.bus;
@@ -93,8 +92,9 @@ pub(super) async fn resume_point(
                     StatusCode::BAD_REQUEST,
                     "unknown-event-id",
                     format!(
-                        "no stored event has the id {id}; reconnect without Last-Event-ID or \
-                         ?after="
+                        "no stored event has the id {}; reconnect without Last-Event-ID or \
+                         ?after=",
+                        crate::error::quote(&id)
                     ),
                 )
             })?

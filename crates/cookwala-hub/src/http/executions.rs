@@ -13,6 +13,14 @@ pub(super) async fn start(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let who = authenticate(&hub, &headers, Action::Cook)?;
+    if hub.is_closing() {
+        // Shutdown stops every execution; one started now would be stopped at once.
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting-down",
+            "the hub is shutting down; start the execution after it restarts",
+        ));
+    }
     let key = who.scoped_key(&require_key(&headers)?);
     let doc = parse_object(&headers, &body)?;
     let digest = request_digest(&format!("POST {}/v1/executions", device.route_prefix()), &body);
@@ -150,7 +158,11 @@ pub(super) async fn stop(
 pub(super) fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
     let raw = headers.get(header::IF_MATCH).ok_or_else(ApiError::if_match_required)?;
     let text = raw.to_str().unwrap_or_default().trim();
-    let text = text.strip_prefix("W/").unwrap_or(text);
+    // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches. It is kept
+    // whole, so it cannot equal a seq and the resume is a 412.
+    if text.starts_with("W/") {
+        return Ok(text.to_owned());
+    }
     Ok(text.trim_matches('"').to_owned())
 }
 

@@ -107,11 +107,68 @@ pub fn app(hub: Hub) -> Router {
         })
         .layer(axum::middleware::map_response(crate::limits::problem_413))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body));
+    let router = if config.no_auth {
+        router.layer(axum::middleware::from_fn(loopback_host))
+    } else {
+        router
+    };
     let router = match crate::limits::cors(&config.cors_origins) {
         Some(cors) => router.layer(cors),
         None => router,
     };
     router.with_state(hub)
+}
+
+/// Under `--no-auth`, a request whose `Host` is not a loopback name or address is refused
+/// (403 `non-loopback-host`).
+///
+/// Why: `--no-auth` trusts whoever reaches the loopback port, and a web page can reach it.
+/// With DNS rebinding, a page at `attacker.example` gets its name re-pointed at 127.0.0.1,
+/// and the browser, which thinks it is talking to `attacker.example`, sends the page's
+/// requests (same-origin, so CORS never asks) to the hub, with `Host: attacker.example`. A
+/// hub that answers only `localhost`, `127.0.0.0/8` and `[::1]` (any port) cannot be driven
+/// that way. A request without `Host` (HTTP/1.0, tests) is not a browser's and passes.
+async fn loopback_host(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let host = req.headers().get(header::HOST).map(|h| h.to_str().unwrap_or("\u{fffd}"));
+    match host {
+        Some(h) if !is_loopback_host(h) => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "non-loopback-host",
+            format!(
+                "this hub runs with --no-auth and answers only requests addressed to a loopback \
+                 name (localhost, 127.0.0.1, [::1]); Host {} is not one (a page elsewhere could \
+                 otherwise reach it through DNS rebinding)",
+                crate::error::quote(h)
+            ),
+        )
+        .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
+/// `localhost`, an address in `127.0.0.0/8` or `[::1]`, each with or without a port.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, port)) if port.is_empty() || valid_port(port) => {
+                return v6.parse::<std::net::Ipv6Addr>().is_ok_and(|a| a.is_loopback());
+            }
+            _ => return false,
+        },
+        None => match host.rsplit_once(':') {
+            Some((name, port)) if valid_port(port) => name,
+            Some(_) => return false,
+            None => host,
+        },
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    name.eq_ignore_ascii_case("localhost")
+        || name.parse::<std::net::Ipv4Addr>().is_ok_and(|a| a.is_loopback())
+}
+
+fn valid_port(port: &str) -> bool {
+    port.strip_prefix(':').is_some_and(|p| p.parse::<u16>().is_ok())
+        || (!port.starts_with(':') && port.parse::<u16>().is_ok())
 }
 
 // ---- helpers
@@ -127,14 +184,17 @@ impl FromRequestParts<Hub> for On {
         let params = match RawPathParams::from_request_parts(parts, hub).await {
             Ok(p) => p,
             Err(RawPathParamsRejection::MissingPathParams(_)) => return Ok(On(hub.root_device())),
-            Err(_) => return Err(ApiError::not_found("no such device")),
+            Err(_) => {
+                return Err(ApiError::bad_request(
+                    "the path holds percent-encoded bytes that are not UTF-8",
+                ));
+            }
         };
         match params.iter().find(|(k, _)| *k == "device") {
             None => Ok(On(hub.root_device())),
-            Some((_, key)) => hub
-                .find_device(key)
-                .map(On)
-                .ok_or_else(|| ApiError::not_found(format!("no device {key} on this hub"))),
+            Some((_, key)) => hub.find_device(key).map(On).ok_or_else(|| {
+                ApiError::not_found(format!("no device {} on this hub", crate::error::quote(key)))
+            }),
         }
     }
 }
@@ -212,11 +272,14 @@ pub(crate) fn authenticate(
     }
     let who = bearer(headers).and_then(|t| config.tokens.find(t)).map(|e| e.principal());
     let Some(who) = who else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a bearer token is required (Authorization: Bearer <token>)",
-        ));
+        let why = match (headers.get(header::AUTHORIZATION), bearer(headers)) {
+            (None, _) => "a bearer token is required (Authorization: Bearer <token>)",
+            (Some(_), None) => {
+                "the Authorization header is not a bearer token (send Bearer <token>)"
+            }
+            (Some(_), Some(_)) => "the bearer token is not one this hub accepts",
+        };
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", why));
     };
     if !who.role.allows(action) {
         let what = match action {

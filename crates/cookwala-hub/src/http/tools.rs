@@ -744,6 +744,11 @@ fn humanitarian(args: &Value) -> Result<Value, ApiError> {
             })
             .collect::<Result<Vec<_>, _>>()?,
     };
+    // A pack named twice is merged once: a body naming one pack a hundred thousand times makes
+    // one merge of one pack (and a short merged id), not a hundred thousand.
+    let mut packs = packs;
+    let mut named = std::collections::HashSet::new();
+    packs.retain(|p| named.insert(p.id.clone()));
     let pack = RulePack::merge(&packs);
     let mut results = Vec::new();
     for (i, doc) in docs.iter().enumerate() {

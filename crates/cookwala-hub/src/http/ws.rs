@@ -22,7 +22,6 @@ use axum::routing::get;
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-use crate::http::authorize;
 use crate::outbox::sse::Filter;
 use crate::service::Hub;
 
@@ -47,7 +46,7 @@ async fn events(
     {
         headers.insert(header::AUTHORIZATION, v);
     }
-    authorize(&hub, &headers)?;
+    let who = crate::http::authenticate(&hub, &headers, crate::auth::Action::Read)?;
     let upgrade = upgrade.map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -55,7 +54,7 @@ async fn events(
             format!("not a WebSocket upgrade: {e}"),
         )
     })?;
-    let slot = crate::limits::StreamSlot::take(&hub.inner.streams, hub.inner.config.max_streams)?;
+    let slot = hub.inner.streams.take(&who, hub.inner.config.max_streams)?;
     let (start, filter) = super::events::resume_point(&hub, &headers, &query).await?;
     // The client sends nothing but control frames: its messages are kept small.
     let upgrade = upgrade.max_message_size(64 * 1024).max_frame_size(64 * 1024);

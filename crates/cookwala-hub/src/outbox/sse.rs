@@ -46,16 +46,16 @@ fn one_line(s: &str) -> bool {
 }
 
 impl Stream {
-    /// The next message, or `None` when the stream ends (shutdown or a storage failure; the
-    /// client reconnects with its `Last-Event-ID`).
+    /// The next message, or `None` when the stream ends (at shutdown, once the stored events
+    /// are sent, or on a storage failure; the client reconnects with its `Last-Event-ID`).
     pub(crate) async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some(event) = self.queue.pop_front() {
                 return Some(event);
             }
-            if *self.closing.borrow() {
-                return None;
-            }
+            // At shutdown the stream first sends what is stored (the stops shutdown just
+            // committed among it), then ends.
+            let closing = *self.closing.borrow();
             // Mark the current commit as seen before reading, so a commit after the read wakes
             // the wait below.
             self.committed.borrow_and_update();
@@ -77,6 +77,9 @@ impl Stream {
                 }
                 continue;
             }
+            if closing {
+                return None;
+            }
             tokio::select! {
                 changed = self.committed.changed() => changed.ok()?,
                 live = self.live.recv() => match live {
@@ -86,7 +89,7 @@ impl Stream {
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return None,
                 },
-                _ = self.closing.changed() => return None,
+                changed = self.closing.changed() => changed.ok()?,
             }
         }
     }

@@ -222,6 +222,9 @@ pub(crate) async fn current_status_stored(
     parse_stored(&stored_on(hub, id, device).await?.status)
 }
 
+/// The most simulated time shutdown moves on to bring stopping executions to `stopped`.
+pub(crate) const SHUTDOWN_SIM_MS: u64 = 600_000;
+
 impl Hub {
     /// The stored answer for the scoped `key`, if it answered this request (`digest`); a 422
     /// when the key answered another request.
@@ -269,6 +272,49 @@ impl Hub {
             }
         }
         self.stop_here(id, reason, key).await
+    }
+
+    /// Shutdown's first step: refuses new executions from now on, stops every execution live
+    /// on this replica, and moves simulated time on (without waiting for the wall clock)
+    /// until each has reached `stopped`, every change committed with its events and log.
+    /// Returns the ids stopped. Bounded: at most [`SHUTDOWN_SIM_MS`] of simulated time; one
+    /// still `stopping` after that is ended by the next start's recovery.
+    pub(crate) async fn stop_all(&self, reason: &str) -> Vec<String> {
+        self.inner.closing.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut stopped = Vec::new();
+        // A start that passed its check before the flag was set may still be committing:
+        // a second pass stops it too.
+        for _ in 0..2 {
+            let ids: Vec<String> = self.inner.live.lock().await.keys().cloned().collect();
+            for id in ids {
+                match self.stop_here(&id, reason, None).await {
+                    Ok(_) => stopped.push(id),
+                    Err(e) => crate::clock::note(format_args!(
+                        "cookwala-hub: stopping {id} at shutdown failed: {}",
+                        e.detail.as_deref().unwrap_or(e.title)
+                    )),
+                }
+            }
+            let mut moved = 0;
+            while moved < SHUTDOWN_SIM_MS && !self.inner.live.lock().await.is_empty() {
+                if let Err(e) = self.advance(1_000).await {
+                    crate::clock::note(format_args!(
+                        "cookwala-hub: a shutdown step failed: {}",
+                        e.detail.as_deref().unwrap_or(e.title)
+                    ));
+                    break;
+                }
+                moved += 1_000;
+            }
+        }
+        stopped.sort();
+        stopped.dedup();
+        stopped
+    }
+
+    /// True once shutdown has begun.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.inner.closing.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stops execution `id` on this replica (a stored execution not live here answers its

@@ -86,6 +86,8 @@ pub struct HubConfig {
     /// The kitchen's MQTT 5 broker: every outbox event is published there, and safety alarms
     /// are acted on (see [`crate::service::mqtt`]). `None`: no broker.
     pub mqtt: Option<mqtt::MqttConfig>,
+    /// What bounds each connection (timeouts, header bytes) and how many are open at once.
+    pub connections: crate::limits::ConnLimits,
 }
 
 impl Default for HubConfig {
@@ -113,6 +115,7 @@ impl Default for HubConfig {
             heartbeat: std::time::Duration::from_secs(30),
             sim_faults: Vec::new(),
             mqtt: None,
+            connections: crate::limits::ConnLimits::default(),
         }
     }
 }
@@ -317,12 +320,14 @@ pub(crate) struct Inner {
     /// Statuses of final executions already read, by device and id (see [`FinalStatuses`]).
     pub finals: std::sync::Mutex<FinalStatuses>,
     /// Event streams open now (bounded by [`HubConfig::max_streams`]).
-    pub streams: Arc<std::sync::atomic::AtomicUsize>,
+    pub streams: Arc<crate::limits::StreamSlots>,
     /// Unauthenticated incident reports per client address in the current minute.
     pub incident_rate: std::sync::Mutex<crate::limits::RateWindow>,
     /// True while this hub delivers the outbox to webhooks and MQTT: always for a store of its
     /// own; in a fleet, while it holds the relay lease (one replica delivers, not each).
     pub relay: Arc<std::sync::atomic::AtomicBool>,
+    /// Set once shutdown begins: new executions are refused from then on.
+    pub closing: std::sync::atomic::AtomicBool,
 }
 
 /// A bounded cache of final statuses: a final status never changes, so a GET can answer from
@@ -490,9 +495,10 @@ impl Hub {
                 reserved: std::sync::Mutex::new(Reserved::default()),
                 recipe_jcs,
                 finals: std::sync::Mutex::new(FinalStatuses::default()),
-                streams: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+                streams: Arc::new(crate::limits::StreamSlots::default()),
                 incident_rate: std::sync::Mutex::new(crate::limits::RateWindow::default()),
                 relay: Arc::new(std::sync::atomic::AtomicBool::new(!in_fleet)),
+                closing: std::sync::atomic::AtomicBool::new(false),
                 recovered,
                 recalls: std::sync::RwLock::new(recalls),
                 conformance,
@@ -758,6 +764,16 @@ fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
         m.insert("updatedAt".into(), stamp.into());
         m.remove("humanNeeded");
         m.remove("eta");
+        // The simulation is gone with its heaters and motors: the status says so, and when
+        // the hub ended it, rather than repeat what the last step before the stop reported.
+        if let Some(Value::Object(x)) = m.get_mut("x-sim") {
+            x.insert("heatOn".into(), false.into());
+            x.insert("motionOn".into(), false.into());
+        }
+        let mut hub = Map::new();
+        hub.insert("recovered".into(), true.into());
+        hub.insert("recoveredAt".into(), stamp.into());
+        m.insert("x-hub".into(), Value::Object(hub));
     }
     (status, seq)
 }

@@ -41,8 +41,21 @@ async fn root_negotiates_html_for_browsers_and_json_for_clients() {
     assert!(text.contains("data-testid=\"recalls\""));
     let csp = page.headers.get("content-security-policy").unwrap().to_str().unwrap();
     assert!(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"), "{csp}");
-    // Nothing on the page points outside the hub (the SVG namespace is a name, not a load).
-    let stripped = text.replace("http://www.w3.org/2000/svg", "");
+    // Issue 22: no inline script or style is allowed; they come as files from the hub.
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert!(csp.contains("script-src 'self'") && csp.contains("style-src 'self'"), "{csp}");
+    assert!(!text.contains("<script>") && !text.contains("<style"), "inline code on the page");
+    let mut everything = text.clone();
+    for (path, ty) in [("/dashboard.js", "text/javascript"), ("/dashboard.css", "text/css")] {
+        let asset = call(&app, Request::get(path).body(Body::empty()).unwrap()).await;
+        assert_eq!(asset.status, StatusCode::OK, "{path}");
+        assert!(asset.content_type().starts_with(ty), "{path}: {}", asset.content_type());
+        assert_eq!(asset.headers.get("x-content-type-options").unwrap(), "nosniff");
+        assert!(text.contains(&format!("\"{path}\"")), "the page does not load {path}");
+        everything.push_str(std::str::from_utf8(&asset.raw).unwrap());
+    }
+    // Nothing the page loads points outside the hub (the SVG namespace is a name, not a load).
+    let stripped = everything.replace("http://www.w3.org/2000/svg", "");
     for needle in ["http://", "https://", "//cdn", "@import", "url("] {
         assert!(!stripped.contains(needle), "the page mentions {needle}");
     }

@@ -11,6 +11,7 @@ mod dashboard;
 mod delivery;
 mod devices;
 mod events;
+mod fair_shares;
 mod hardening;
 mod mqtt;
 mod openapi;

@@ -19,7 +19,7 @@ async fn running_executions_end_safely_after_an_unclean_stop() {
     let dir = tempfile::tempdir().unwrap();
     let soup = request("ex-r-soup", "red-lentil-soup", false);
     let refused_body = request("ex-r-busy", "vegetable-stock", false);
-    let (running_seq, refused) = {
+    let (running_seq, refused, now_status) = {
         let hub = open(dir.path()).await;
         let app = app(hub.clone());
         let a = call(&app, post("/v1/executions", Some("key-r-000001"), &soup)).await;
@@ -39,7 +39,7 @@ async fn running_executions_end_safely_after_an_unclean_stop() {
         // Unclean stop: the hub and its router are dropped without any shutdown.
         drop(app);
         drop(hub);
-        (now.seq(), b.raw)
+        (now.seq(), b.raw, now.body)
     };
 
     let hub = open(dir.path()).await;
@@ -49,6 +49,13 @@ async fn running_executions_end_safely_after_an_unclean_stop() {
     assert_eq!(soup_now.status, StatusCode::OK);
     assert_eq!(soup_now.str("state"), "stopped");
     assert!(soup_now.seq() > running_seq);
+    // Issue 22: the status tells what the restart did, not what the last step reported.
+    let x = |p: &str| soup_now.body.pointer(p).cloned();
+    assert_eq!(x("/x-sim/heatOn").and_then(|v| v.as_bool()), Some(false));
+    assert_eq!(x("/x-sim/motionOn").and_then(|v| v.as_bool()), Some(false));
+    assert_eq!(x("/x-hub/recovered").and_then(|v| v.as_bool()), Some(true));
+    assert_eq!(x("/x-hub/recoveredAt"), x("/updatedAt"));
+    assert_ne!(x("/updatedAt"), now_status.pointer("/updatedAt").cloned());
     let log = call(&app, get("/v1/executions/ex-r-soup/log")).await;
     assert_eq!(log.status, StatusCode::OK);
     assert_eq!(log.str("outcome"), "aborted_safe");
