@@ -72,9 +72,14 @@ fn a_stale_or_tampered_checkpoint_is_not_used() {
     edited[last] = b'x';
     fs::write(&path, &edited).unwrap();
     let full = scan(&path, json_line).unwrap();
-    let (_, report) = Journal::open(&path, &checkpointed_at(&path)).unwrap();
-    assert_eq!(report, full);
-    assert!(matches!(report.damage, Some(Damage::TornTail { .. })), "{report:?}");
+    assert!(matches!(full.damage, Some(Damage::Corrupt { .. })), "{full:?}");
+    let error = Journal::open(&path, &checkpointed_at(&path)).unwrap_err();
+    assert!(
+        matches!(error, journal::Error::Damaged { line: 4, byte_offset, .. }
+            if Some(byte_offset) == full.damage.map(|d| d.byte_offset())),
+        "{error}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), edited, "a damaged journal is never cut");
 
     // A truncated journal: the hint covers more than the file holds.
     let (_dir2, path2) = written(4);
