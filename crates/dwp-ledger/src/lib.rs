@@ -75,9 +75,11 @@ pub use plan::{
     Plan, detect_generation, find_plan_dir, plan_markdown_digest, repo_root,
 };
 pub use reader::{
-    CompactView, JournalItem, JournalView, read_compact, read_journal, stream_journal,
-    type_positions,
+    CompactView, DamagedLine, JournalItem, JournalView, inspect_journal, read_compact,
+    read_journal, stream_journal, type_positions,
 };
 pub use summary::cache_file;
 pub use values::actor;
-pub use writer::{AppendRequest, Load, Writer};
+pub use writer::{
+    AppendRequest, DEFAULT_LOCK_WAIT, Load, RepairReport, Writer, lock_wait, set_lock_wait,
+};

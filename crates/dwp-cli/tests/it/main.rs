@@ -6,6 +6,7 @@ mod amend;
 mod context;
 mod contract;
 mod crash;
+mod damage;
 mod delegate;
 mod golden;
 mod golden_context;

@@ -58,8 +58,15 @@ pub fn journal_event_errors(event: &Value, contract: Option<&Value>) -> Vec<Stri
         ));
         return errors;
     };
-    if !(is_int(ev.get("seq")) && int_ge(ev.get("seq"), 1)) {
-        errors.push("event.seq: expected an integer >= 1".to_owned());
+    // The one seq rule (`event::valid_seq`), which the writer and every reader share.
+    match crate::event::valid_seq(ev.get("seq")) {
+        Ok(_) => {}
+        Err(crate::event::SeqProblem::TooLarge) => errors.push(
+            "event.seq: expected an integer >= 1 that fits in 63 bits (at most \
+             9223372036854775807)"
+                .to_owned(),
+        ),
+        Err(_) => errors.push("event.seq: expected an integer >= 1".to_owned()),
     }
     if !ev.get("ts").and_then(Value::as_str).is_some_and(is_datetime) {
         errors.push(

@@ -215,3 +215,36 @@ fn an_approved_amendment_retires_earlier_control_pairs() {
     }
     assert_eq!(mechanism(&approved), "open (no in-window control pair)");
 }
+
+/// The one seq rule, shared by the writer, the readers and `verify`: a JSON integer from 1 to
+/// `i64::MAX`; the raw fast path of the compact parser agrees with the full one on every row.
+#[test]
+fn one_seq_rule_for_every_reader() {
+    use dwp::event::{Compact, SeqProblem, is_record, record, valid_seq};
+    let rows: [(&str, Result<i64, SeqProblem>); 12] = [
+        ("1", Ok(1)),
+        ("9223372036854775807", Ok(i64::MAX)),
+        ("9223372036854775808", Err(SeqProblem::TooLarge)),
+        ("123456789012345678901234567890", Err(SeqProblem::TooLarge)),
+        ("-9223372036854775809", Err(SeqProblem::NotPositive)),
+        ("0", Err(SeqProblem::NotPositive)),
+        ("-0", Err(SeqProblem::NotPositive)),
+        ("-1", Err(SeqProblem::NotPositive)),
+        ("1.5", Err(SeqProblem::NotInteger)),
+        ("1e3", Err(SeqProblem::NotInteger)),
+        ("1.0", Err(SeqProblem::NotInteger)),
+        ("\"7\"", Err(SeqProblem::NotInteger)),
+    ];
+    for (seq, expected) in rows {
+        let line = format!("{{\"type\":\"observation\",\"seq\":{seq}}}");
+        let value = canonical_json::parse(line.as_bytes()).unwrap();
+        assert_eq!(valid_seq(value.get("seq")), expected, "{seq}");
+        assert_eq!(Compact::parse(line.as_bytes()).unwrap().checked_seq(), expected, "{seq}");
+        assert_eq!(record(line.as_bytes()).is_some(), expected.is_ok(), "{seq}");
+        assert_eq!(is_record(line.as_bytes()), expected.is_ok(), "{seq}");
+    }
+    assert_eq!(valid_seq(None), Err(SeqProblem::Missing));
+    for line in ["[1]", "{}", "{\"seq\":1,\"seq\":2}", "{\"seq\":1"] {
+        assert!(record(line.as_bytes()).is_none() && !is_record(line.as_bytes()), "{line}");
+    }
+}
