@@ -377,7 +377,7 @@ fn backoff(attempt: u32) -> Duration {
 /// had none): renames the directory aside (atomic), compares, and removes it only on a match;
 /// otherwise puts it back. Returns whether a lock was broken (false: it had already gone, or
 /// it changed hands and was put back; the caller looks again).
-fn break_if_unchanged(dir: &Path, judged: Option<&[u8]>) -> Result<bool, Error> {
+pub(crate) fn break_if_unchanged(dir: &Path, judged: Option<&[u8]>) -> Result<bool, Error> {
     let mut aside = dir.as_os_str().to_owned();
     aside.push(format!(".breaking-{}-{}", std::process::id(), unique()));
     let aside = PathBuf::from(aside);

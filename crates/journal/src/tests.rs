@@ -196,3 +196,27 @@ fn error_messages() {
     let not_found = Error::io(&path, std::io::ErrorKind::NotFound.into());
     assert!(not_found.is_not_found());
 }
+
+/// Rename-then-verify: a lock is removed only if it still holds the owner that was judged
+/// stale; a lock that changed hands meanwhile is put back untouched, and nothing is left aside.
+#[test]
+fn breaking_a_lock_removes_only_the_owner_that_was_judged() {
+    use crate::lockdir::{OWNER_FILE, break_if_unchanged, lock_path};
+    let plan = tempfile::tempdir().unwrap();
+    let dir = lock_path(plan.path());
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(OWNER_FILE), b"{\"pid\":2}").unwrap();
+    // Judged from the previous holder's file: the new holder's lock is put back.
+    assert!(!break_if_unchanged(&dir, Some(b"{\"pid\":1}")).unwrap());
+    assert_eq!(std::fs::read(dir.join(OWNER_FILE)).unwrap(), b"{\"pid\":2}");
+    // Judged without an owner file while one now exists: put back too.
+    assert!(!break_if_unchanged(&dir, None).unwrap());
+    assert!(dir.join(OWNER_FILE).exists());
+    // The very owner judged: removed.
+    assert!(break_if_unchanged(&dir, Some(b"{\"pid\":2}")).unwrap());
+    assert!(!dir.exists());
+    // Already gone: nothing to break.
+    assert!(!break_if_unchanged(&dir, Some(b"{\"pid\":2}")).unwrap());
+    let left: Vec<_> = std::fs::read_dir(plan.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

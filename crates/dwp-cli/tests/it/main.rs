@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod amend;
+mod contention;
 mod context;
 mod contract;
 mod crash;
