@@ -24,9 +24,11 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         ]));
     }
     let mut tasks = Vec::new();
+    // One index of the events for every task (per-task searches were tasks x events).
+    let progress = projection::Progress::new(contract, events);
     for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(id) = task.str_at("id") else { continue };
-        let status = projection::task_status(contract, events, id);
+        let status = progress.task_status(id);
         let criteria: Vec<Value> = projection::intent_criteria(task)
             .iter()
             .filter_map(|c| c.as_str())
@@ -51,7 +53,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         if status != "completed" {
             for pre in task.get("prerequisites").and_then(Value::as_array).unwrap_or(&[]) {
                 let Some(pre) = pre.as_str() else { continue };
-                if !projection::task_complete(contract, events, pre) {
+                if !progress.task_complete(pre) {
                     blocked.push(Value::object([
                         ("subject", id.into()),
                         ("reason", format!("waits for prerequisite {pre}").into()),
@@ -77,10 +79,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
             ("id", id.into()),
             ("title", task.get("title").cloned().unwrap_or(Value::Null)),
             ("status", status.into()),
-            (
-                "started_seq",
-                projection::task_start_seq_of(events, id).map_or(Value::Null, Value::from),
-            ),
+            ("started_seq", progress.started(id).map_or(Value::Null, Value::from)),
             ("criteria", Value::Array(criteria)),
         ]));
     }
