@@ -12,6 +12,14 @@ use crate::scheduler;
 pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
     let closed = closure(contract, events);
     let crit_rows = closed.get("criteria").and_then(Value::as_array).unwrap_or(&[]);
+    // The closure row of each criterion (first wins, as a search would find it), looked up per
+    // intent instead of searched.
+    let mut row_of: std::collections::HashMap<&str, &Value> = std::collections::HashMap::new();
+    for row in crit_rows {
+        if let Some(cid) = row.str_at("criterion") {
+            row_of.entry(cid).or_insert(row);
+        }
+    }
     let ready = scheduler::ready(contract, events);
     let approved = events.iter().any(|e| {
         e.str_at("type") == Some("approval") && e.str_at("contract_id") == Some(contract_id)
@@ -33,7 +41,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
             .iter()
             .filter_map(|c| c.as_str())
             .map(|cid| {
-                let row = crit_rows.iter().find(|r| r.str_at("criterion") == Some(cid));
+                let row = row_of.get(cid).copied();
                 let mechanism = row.and_then(|r| r.str_at("mechanism")).unwrap_or("open");
                 let done =
                     row.and_then(|r| r.get("satisfied")).and_then(Value::as_bool) == Some(true);
