@@ -10,7 +10,8 @@
 #   contract validate-journal    n gate_runs, each on its own task of an n-task contract
 #   ledger project / append      a journal whose last line is n MiB (the tail read)
 #   ledger project, verify, scheduler ready, status, outcomes closure
-#                                n tasks, n criteria, n task_starts and n gate_runs
+#                                n tasks, criteria and invariants; n task_starts, gate_runs
+#                                and invariant observations
 # and, once, the refusal of a last line over the 64 MiB line limit (200 MiB; must be fast).
 #
 # Usage: bench/complexity/dwp.sh            (RUNS=3 by default; N_SCALE=2 doubles every n)
@@ -63,7 +64,7 @@ def timed(args, ok=(0, 1), before=None):
     return statistics.median(times)
 
 
-def contract(n_tasks, chain=False, criteria=1):
+def contract(n_tasks, chain=False, criteria=1, invariants=0):
     crits = [{"id": f"AC-c{i}", "statement": "s", "observable_check": "true",
               "accepted_evidence": ["observed", "asserted"]} for i in range(criteria)]
     tasks = []
@@ -77,7 +78,8 @@ def contract(n_tasks, chain=False, criteria=1):
             "created_at": "2026-11-30T00:00:00Z",
             "outcome": {"statement": "o", "success_definition": "d", "out_of_scope": []},
             "acceptance": {"criteria": crits},
-            "invariants": [], "scope": {"allowed_paths": ["src.txt"],
+            "invariants": [{"id": f"INV-i{i}", "statement": "s"} for i in range(invariants)],
+            "scope": {"allowed_paths": ["src.txt"],
                                         "allowed_command_classes": ["true"],
                                         "forbidden_operations": ["force-push"]},
             "authorization": {"mechanism": "plan_authorship", "authority": "dev",
@@ -126,7 +128,7 @@ def journal_cid(pdir):
 
 
 def progress_journal(pdir, n):
-    """n task_starts then n observed passing gate_runs, one per task."""
+    """n task_starts, n observed passing gate_runs (one per task), n invariant passes."""
     cid = journal_cid(pdir)
     lines = []
     seq = 2
@@ -137,6 +139,10 @@ def progress_journal(pdir, n):
         lines.append(event(seq, "gate_run", cid, task=f"T-t{i}", criterion=f"AC-c{i}",
                            command="true", exit_code=0, trust="observed",
                            evidence_path="gates/x.log"))
+        seq += 1
+    for i in range(n):
+        lines.append(event(seq, "observation", cid, statement=f"INV-i{i}: pass",
+                           trust="asserted"))
         seq += 1
     with open(os.path.join(pdir, "journal.ndjson"), "a") as f:
         f.write("\n".join(lines) + "\n")
@@ -202,7 +208,7 @@ n = 2000 * scale
 paths = {"ledger project": [], "verify": [], "scheduler ready": [], "status": [],
          "outcomes closure": []}
 for k in (n, 2 * n):
-    p = plan(f"progress-{k}", contract(k, criteria=k))
+    p = plan(f"progress-{k}", contract(k, criteria=k, invariants=k))
     progress_journal(p, k)
     paths["ledger project"].append(
         timed([dwp, "ledger", "--plan", p, "project"], ok=(0,), before=cold))
@@ -211,7 +217,7 @@ for k in (n, 2 * n):
     paths["status"].append(timed([dwp, "status", p]))
     paths["outcomes closure"].append(timed([dwp, "outcomes", "closure", "--plan", p]))
 for name, ts in paths.items():
-    report(f"{name}: {n} tasks, criteria, gate_runs", *ts)
+    report(f"{name}: {n} tasks/criteria/invariants/evidence", *ts)
 
 # A last line over the 64 MiB limit is refused, not read (once; no growth to show).
 p = plan("huge", contract(1))

@@ -358,16 +358,29 @@ pub fn invariant_findings(
     start_seq: Option<i64>,
 ) -> Vec<String> {
     let mut findings = Vec::new();
+    // The latest evaluation of every invariant id, from one pass: a statement `X: pass`,
+    // `X: fail` or `X: fail:…` evaluates X (each `: fail:` in it offers one candidate X), so
+    // the ids a statement can evaluate are read off the statement instead of searching the
+    // events per invariant (invariants x events).
+    let mut latest_of: HashMap<&str, &Value> = HashMap::new();
+    for e in events.iter().filter(|e| type_of(e) == Some("observation")) {
+        let Some(st) = e.str_at("statement") else { continue };
+        for suffix in [": pass", ": fail"] {
+            if let Some(iid) = st.strip_suffix(suffix) {
+                latest_of.insert(iid, e);
+            }
+        }
+        // (Overlapping occurrences too: `A: fail: fail:` evaluates both `A` and `A: fail`.)
+        let mut from = 0;
+        while let Some(at) = st.get(from..).and_then(|rest| rest.find(": fail:")) {
+            latest_of.insert(&st[..from + at], e);
+            from += at + 1;
+        }
+    }
     for inv in contract.get("invariants").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(iid) = inv.str_at("id") else { continue };
         let pass = format!("{iid}: pass");
-        let fail = format!("{iid}: fail");
-        let fail_prefix = format!("{iid}: fail:");
-        let latest = events.iter().rev().find(|e| {
-            type_of(e) == Some("observation")
-                && e.str_at("statement")
-                    .is_some_and(|st| st == pass || st == fail || st.starts_with(&fail_prefix))
-        });
+        let latest = latest_of.get(iid).copied();
         match latest {
             None => findings.push(format!("{iid} never evaluated")),
             Some(e) if start_seq.is_some_and(|st| seq_of(e) < st) => findings.push(format!(

@@ -34,6 +34,22 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
     let mut tasks = Vec::new();
     // One index of the events for every task (per-task searches were tasks x events).
     let progress = projection::Progress::new(contract, events);
+    // Per task, its delegations still `launched` in their latest event (what
+    // `projection::delegations(events, Some(task))` gives one task), from one pass.
+    let mut latest: std::collections::HashMap<&str, std::collections::HashMap<String, &Value>> =
+        std::collections::HashMap::new();
+    for event in events.iter().filter(|e| e.str_at("type") == Some("delegation")) {
+        if let Some(task) = event.str_at("task") {
+            let id = crate::py::str_opt(event.get("delegation_id"));
+            latest.entry(task).or_default().insert(id, event);
+        }
+    }
+    let open_delegations: std::collections::HashMap<&str, usize> = latest
+        .iter()
+        .map(|(task, by_id)| {
+            (*task, by_id.values().filter(|e| e.str_at("state") == Some("launched")).count())
+        })
+        .collect();
     for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(id) = task.str_at("id") else { continue };
         let status = progress.task_status(id);
@@ -69,10 +85,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
                 }
             }
         }
-        let open_delegations = projection::delegations(events, Some(id))
-            .values()
-            .filter(|e| e.str_at("state") == Some("launched"))
-            .count();
+        let open_delegations = open_delegations.get(id).copied().unwrap_or(0);
         if open_delegations > 0 {
             blocked.push(Value::object([
                 ("subject", id.into()),

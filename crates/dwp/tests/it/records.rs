@@ -248,3 +248,34 @@ fn one_seq_rule_for_every_reader() {
         assert!(record(line.as_bytes()).is_none() && !is_record(line.as_bytes()), "{line}");
     }
 }
+
+/// Invariant findings read each invariant's latest evaluation from the statement forms
+/// `X: pass`, `X: fail`, `X: fail: …` (overlapping `: fail:` included), as a search per
+/// invariant would.
+#[test]
+fn invariant_findings_take_the_latest_evaluation_of_each_id() {
+    let contract =
+        parse(br#"{"invariants":[{"id":"A"},{"id":"A: fail"},{"id":"B"},{"id":"C"},{"id":"D"}]}"#)
+            .unwrap();
+    let obs = |seq: i64, st: &str| {
+        parse(format!(r#"{{"type":"observation","seq":{seq},"statement":"{st}"}}"#).as_bytes())
+            .unwrap()
+    };
+    let events = [
+        obs(1, "B: fail"),
+        obs(2, "A: fail: fail: why"),
+        obs(3, "B: pass"),
+        obs(4, "C: passed"),
+        obs(5, "D: pass"),
+    ];
+    let findings = dwp::projection::invariant_findings(&contract, &events, Some(5));
+    assert_eq!(
+        findings,
+        [
+            "A last evaluated at seq 2, before the task start 5",
+            "A: fail last evaluated at seq 2, before the task start 5",
+            "B last evaluated at seq 3, before the task start 5",
+            "C never evaluated",
+        ]
+    );
+}
