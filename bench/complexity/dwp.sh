@@ -217,7 +217,7 @@ for k in (n, 2 * n):
     paths["status"].append(timed([dwp, "status", p]))
     paths["outcomes closure"].append(timed([dwp, "outcomes", "closure", "--plan", p]))
 for name, ts in paths.items():
-    report(f"{name}: {n} tasks/criteria/invariants/evidence", *ts)
+    report(f"{name}: {n} each task/criterion/evidence", *ts)
 
 # A last line over the 64 MiB limit is refused, not read (once; no growth to show).
 p = plan("huge", contract(1))
