@@ -82,13 +82,13 @@
 //! append, how long the cleanly scanned prefix is, how many records it holds
 //! and the sha256 of its final line. The next open uses it only if the file
 //! is at least that long and that line (preceded by a newline) still hashes
-//! to the recorded digest; then only the bytes after the prefix are scanned
-//! (other writers' appends included). Anything else (no hint, a torn or
-//! edited hint, a truncated or rewritten journal) means a full scan and a
-//! fresh hint. The hint is written with a rename but never fsynced: losing
-//! it costs one full scan. An edit inside the prefix that keeps both the
-//! length and the final line is not seen by an append; readers that load
-//! every record parse the whole file and do see it.
+//! to the recorded digest, and the file has not been written to since (its
+//! inode and status-change time are the recorded ones); then only the bytes
+//! after the prefix are scanned. Anything else (no hint, a torn or edited
+//! hint, another tool's append, an edit anywhere, a truncated or replaced
+//! journal) means a full scan and a fresh hint, so a damaged line in the
+//! prefix is always found. The hint is written with a rename but never
+//! fsynced: losing it costs one full scan.
 //!
 //! **Appends are validated.** [`Journal::append`] refuses lines the scanner
 //! would reject (newlines, blank lines, invalid UTF-8, validator failures),

@@ -189,3 +189,17 @@ fn readers_refuse_a_symlinked_journal() {
     let status = crate::dwp(&["status", "--plan", s.plan().to_str().unwrap()]);
     assert_ne!(status.status.code(), Some(0), "{}", text(&status.stdout));
 }
+
+/// An edit in the middle that keeps the journal's length and its last line (seq 2 → 0) is
+/// still found by a plain append, whose scan checkpoint would otherwise skip that prefix.
+#[test]
+fn a_same_length_edit_in_the_middle_is_found_by_a_plain_append() {
+    let (s, journal, lines) = three_events();
+    expect(&observe(&s, "fourth"), 0, "seq 4");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let edited = text.replacen("\"seq\":2,", "\"seq\":0,", 1);
+    assert_eq!((edited.len(), edited.lines().last()), (text.len(), text.lines().last()));
+    assert!(edited.contains(&lines[0]));
+    std::fs::write(&journal, &edited).unwrap();
+    assert_refused_everywhere(&s, &journal, 2);
+}
