@@ -19,8 +19,11 @@
 //!   (running a gate command in its own process group);
 //! * `plan` ([`Plan`]: the folder, its generation and live contract), `evidence` (evidence
 //!   pointers and the `evidence.jsonl` reuse cache);
-//! * `writer` ([`Writer`]: the plan lock, the journal crate's lock and repair, and the one
-//!   append path, where every event is validated against the live contract);
+//! * `writer` ([`Writer`]: the plan lock, waited for with a bound ([`set_lock_wait`]), the
+//!   journal crate's lock and repair of a torn final line, the one append path, where every
+//!   event is validated against the live contract, and [`Writer::repair_lines`], the explicit
+//!   and recorded repair of damaged lines, which no writer repairs on its own; every line is
+//!   read under one rule, [`dwp::event::record`], by the writer and every reader alike);
 //! * the operations on a writer: `git` (tree state and the gate fingerprint), `mint`
 //!   ([`Writer::append`]), `lifecycle` (`start`, `signoff`, `complete`), `gate`
 //!   ([`Writer::run_gate`]), `project`, `roll`, `export`, `materialize`;
