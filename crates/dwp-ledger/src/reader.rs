@@ -74,7 +74,14 @@ impl DamagedLine {
         {
             let _ = BufReader::new(file.take(journal::MAX_LINE)).read_until(b'\n', &mut text);
         }
+        let too_long = text.len() as u64 >= journal::MAX_LINE && text.last() != Some(&b'\n');
         let mut damaged = DamagedLine::describe(&text, 0, cause);
+        if too_long {
+            damaged.reason = format!(
+                "the line is longer than the {} MiB limit of a journal line",
+                journal::MAX_LINE >> 20
+            );
+        }
         damaged.line = line_no;
         damaged.byte_offset = byte_offset;
         damaged
