@@ -19,8 +19,11 @@
 //!   (resolving a gate program through `PATH`, running a command in its own process group);
 //! * `plan` ([`Plan`]: the folder, its generation and live contract), `evidence` (evidence
 //!   pointers and the `evidence.jsonl` reuse cache);
-//! * `writer` ([`Writer`]: the plan lock, the journal crate's lock and repair, and the one
-//!   append path, where every event is validated against the live contract);
+//! * `writer` ([`Writer`]: the plan lock, waited for with a bound ([`set_lock_wait`]), the
+//!   journal crate's lock and repair of a torn final line, the one append path, where every
+//!   event is validated against the live contract, and [`Writer::repair_lines`], the explicit
+//!   and recorded repair of damaged lines, which no writer repairs on its own; every line is
+//!   read under one rule, [`dwp::event::record`], by the writer and every reader alike);
 //! * `refusal` ([`Writer::refused`]: a refused request's `refusal` event, appended before the
 //!   refusal is reported);
 //! * the operations on a writer: `git` (tree state and the gate fingerprint), `mint`
@@ -82,9 +85,11 @@ pub use plan::{
     Plan, detect_generation, find_plan_dir, plan_markdown_digest, repo_root,
 };
 pub use reader::{
-    CompactView, JournalItem, JournalView, read_compact, read_journal, stream_journal,
-    type_positions,
+    CompactView, DamagedLine, JournalItem, JournalView, inspect_journal, read_compact,
+    read_journal, stream_journal, type_positions,
 };
 pub use summary::cache_file;
 pub use values::actor;
-pub use writer::{AppendRequest, Load, Writer};
+pub use writer::{
+    AppendRequest, DEFAULT_LOCK_WAIT, Load, RepairReport, Writer, lock_wait, set_lock_wait,
+};

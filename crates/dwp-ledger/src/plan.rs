@@ -214,14 +214,17 @@ impl Plan {
             let raw = fs::read(&path).map_err(|e| io_fail(&path, e))?;
             let report = journal::read_typed_from(&raw[..], strict, |_, event| events.push(event))
                 .map_err(|e| io_fail(&path, e))?;
-            if let Some(damage @ Damage::TornTail { .. }) = report.damage {
+            if let Some(damage @ (Damage::TornTail { .. } | Damage::Corrupt { .. })) = report.damage
+            {
                 // Name the parser's complaint about the first bad line.
                 let start = usize::try_from(damage.byte_offset()).unwrap_or(usize::MAX);
                 let rest = raw.get(start..).unwrap_or_default();
                 let line = rest.split(|b| *b == b'\n').next().unwrap_or(rest);
-                let why = canonical_json::parse(line)
-                    .err()
-                    .map_or_else(|| damage.cause().to_owned(), |e| e.to_string());
+                let why = match canonical_json::parse(line) {
+                    Err(e) => e.to_string(),
+                    Ok(event) => dwp::event::record_problem(&event)
+                        .map_or_else(|| damage.cause().to_owned(), |p| p.to_string()),
+                };
                 return Err(fail(format!(
                     "archive segment {} is corrupt ({why}) — archived history is never \
                      repaired in place; restore the exported copy",

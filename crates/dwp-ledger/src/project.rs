@@ -55,7 +55,10 @@ impl Writer {
             };
             let path = summary::cache_file(journal.path(), "summary");
             let live = summary::tally_live(journal.len(), &read, path.as_deref(), true)?;
-            if let Some(Damage::TornTail { byte_offset, .. }) = live.report.damage {
+            if let Some(
+                Damage::TornTail { byte_offset, .. } | Damage::Corrupt { byte_offset, .. },
+            ) = live.report.damage
+            {
                 // The journal crate's scan took the line for JSON; it is not strict JSON.
                 let mut line = Vec::new();
                 read(byte_offset, journal.len(), &mut |chunk| line.extend_from_slice(chunk))?;

@@ -28,7 +28,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Result, io_fail};
 
-const SCHEMA: &str = "dwp-journal-summary/1";
+// Version 2: summaries written since a line needs a valid seq to be a record (a version-1
+// summary may cover a line the rule now refuses, so it is not trusted).
+const SCHEMA: &str = "dwp-journal-summary/2";
 
 /// Where a cache about the journal at `journal` lives: `<cache>/<key>.<kind>`, the cache folder
 /// being `$DWP_CACHE_DIR`, else `$XDG_CACHE_HOME/dwp`, else `$HOME/.cache/dwp`, and the key the
@@ -178,11 +180,12 @@ pub(crate) fn tally_live(
             read_threads(rest.len()),
             Tally::default,
             |tally, _, line| match Compact::parse_text(line) {
-                Ok(event) => {
+                // The one journal-line rule (`dwp::event::record`): strict JSON, a valid seq.
+                Ok(event) if event.is_record() => {
                     tally.feed(&event);
                     true
                 }
-                Err(_) => false,
+                _ => false,
             },
         );
         let sha256 = digest

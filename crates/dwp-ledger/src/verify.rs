@@ -13,7 +13,7 @@ use crate::files::read_json_named;
 use crate::plan::{
     FolderGeneration, JOURNAL_NAME, MANIFEST_URL_V6, MANIFEST_URL_V7, Plan, detect_generation,
 };
-use crate::reader::read_journal;
+use crate::reader::inspect_journal;
 
 /// One check line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,7 +148,7 @@ pub fn verify(dir: &Path) -> Vec<Check> {
         None => {}
     }
     // Journal.
-    let view = match read_journal(&dir.join(JOURNAL_NAME)) {
+    let view = match inspect_journal(&dir.join(JOURNAL_NAME)) {
         Ok(v) => v,
         Err(e) => {
             checks.push(Check::Fail(format!("journal: {e}")));
@@ -157,6 +157,15 @@ pub fn verify(dir: &Path) -> Vec<Check> {
     };
     if let Some((at, cause)) = view.torn {
         checks.push(Check::Fail(format!("torn tail at byte {at} ({cause})")));
+    }
+    // A damaged line (one that is not a torn final line, or whose seq is no journal position:
+    // the one rule of `dwp::event::record`): the events after it are not read.
+    if let Some(damaged) = &view.damaged {
+        checks.push(Check::Fail(format!(
+            "journal line {} (byte {}) is damaged: {} — no event after it is read; see `dwp \
+             ledger repair`",
+            damaged.line, damaged.byte_offset, damaged.reason
+        )));
     }
     if view.framing {
         checks.push(Check::Advisory(
@@ -173,20 +182,24 @@ pub fn verify(dir: &Path) -> Vec<Check> {
     events.extend(view.events);
     let backwards =
         events.windows(2).find(|w| projection::seq_of(&w[1]) <= projection::seq_of(&w[0]));
+    // (The seq as written, not as a number: a seq that is no journal position never reads as 0.)
+    let seq_text = |e: &Value| e.get("seq").map_or_else(|| "(none)".to_owned(), dwp::py::repr);
     match backwards {
         Some(w) => checks.push(Check::Fail(format!(
             "positions never go backwards: seq {} follows {}",
-            projection::seq_of(&w[1]),
-            projection::seq_of(&w[0])
+            seq_text(&w[1]),
+            seq_text(&w[0])
         ))),
         None => checks.push(Check::Pass("positions never go backwards".to_owned())),
     }
+    // The contract's task index once, not a search of its tasks per event.
+    let index = validate::TaskIndex::new(Some(&plan.contract));
     let journal_errors: Vec<String> = events
         .iter()
         .flat_map(|e| {
-            validate::journal_event_errors(e, Some(&plan.contract))
+            validate::journal_event_errors_with(e, Some(&plan.contract), &index)
                 .into_iter()
-                .map(move |m| format!("seq {}: {m}", projection::seq_of(e)))
+                .map(move |m| format!("seq {}: {m}", seq_text(e)))
         })
         .collect();
     match journal_errors.first() {
@@ -226,11 +239,8 @@ pub fn verify(dir: &Path) -> Vec<Check> {
         checks.push(Check::Advisory("no state.json yet (never projected)".to_owned()));
     }
     let tasks = plan.contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]);
-    let done = tasks
-        .iter()
-        .filter_map(|t| t.get("id").and_then(Value::as_str))
-        .filter(|t| projection::task_complete(&plan.contract, &events, t))
-        .count();
+    // One evidence index for every task (a search of the events per task was tasks x events).
+    let done = projection::complete_tasks(&plan.contract, &events).len();
     checks.push(Check::Pass(format!(
         "{done}/{} tasks completed (derived from gate evidence)",
         tasks.len()

@@ -2,7 +2,8 @@
 //! repair, and the append path where every event is validated against the live contract
 //! ([`dwp::validate::journal_event_errors`]) before it is written.
 
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use canonical_json::{Map, Value};
 use dwp::projection::{self, seq_of};
@@ -13,7 +14,28 @@ use journal::{Damage, Journal, OpenOptions, lockdir::LockDir};
 use crate::error::{LedgerError, Result, fail, journal_err};
 use crate::files::{refuse_symlink, timestamp};
 use crate::plan::{EVIDENCE_NAME, JOURNAL_NAME, LOCK_IDENTITY, Plan};
+use crate::reader::DamagedLine;
 use crate::values::{actor, int, obj, s};
+
+/// How long a writer waits for the plan lock by default: long enough for a queue of writers
+/// that merely overlap (each holds the lock for one fsynced append, a few milliseconds) to
+/// drain, short enough that a hung holder is reported while someone is still watching.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// The lock wait of this process, in milliseconds ([`set_lock_wait`]).
+static LOCK_WAIT_MS: AtomicU64 = AtomicU64::new(30_000);
+
+/// Sets how long every writer this process opens waits for the plan lock (`dwp ledger
+/// --lock-wait SECS`; zero fails at once, as upstream does). The default is
+/// [`DEFAULT_LOCK_WAIT`].
+pub fn set_lock_wait(wait: Duration) {
+    LOCK_WAIT_MS.store(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX), Ordering::Relaxed);
+}
+
+/// The lock wait [`set_lock_wait`] set.
+pub fn lock_wait() -> Duration {
+    Duration::from_millis(LOCK_WAIT_MS.load(Ordering::Relaxed))
+}
 
 /// A mint-rule-checked append request from `ledger append`.
 #[derive(Clone, Debug)]
@@ -32,6 +54,18 @@ pub struct AppendRequest {
     pub trust: Option<String>,
     /// `--evidence-path`.
     pub evidence_path: Option<String>,
+}
+
+/// What [`Writer::repair_lines`] did.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RepairReport {
+    /// The removed lines, as they were.
+    pub lines: Vec<DamagedLine>,
+    /// The copy of the whole journal from before the repair.
+    pub set_aside: std::path::PathBuf,
+    /// Its sha256.
+    pub sha256: String,
 }
 
 /// The single journal writer of one plan (holds the cooperative lock).
@@ -73,12 +107,31 @@ impl Writer {
     /// # Errors
     /// As for [`Writer::open`].
     pub fn open_with(plan: Plan, force: bool, now: SystemTime, load: Load) -> Result<Writer> {
+        let lock = Writer::lock(&plan, force, now)?;
+        Writer::open_locked(plan, lock, now, load)
+    }
+
+    /// Takes the plan lock (after refusing symlinked plan files).
+    fn lock(plan: &Plan, force: bool, now: SystemTime) -> Result<LockDir> {
         for name in [JOURNAL_NAME, EVIDENCE_NAME, "state.json", "gates", ".ledger.lock"] {
             refuse_symlink(&plan.dir.join(name))?;
         }
         let identity = format!("{LOCK_IDENTITY} pid:{}", std::process::id());
-        let lock = LockDir::acquire(journal::lockdir::lock_path(&plan.dir), &identity, now, force)
-            .map_err(journal_err)?;
+        let wait = lock_wait();
+        LockDir::acquire_within(journal::lockdir::lock_path(&plan.dir), &identity, now, force, wait)
+            .map_err(|e| match e {
+                journal::Error::LockHeld { identity, started_ts, .. } => fail(format!(
+                    "another writer holds the plan lock: {identity} (started {started_ts}); \
+                     waited {:.1} s for it (--lock-wait SECS sets the wait); nothing was \
+                     written; use --force only after verifying that writer is dead",
+                    wait.as_secs_f64()
+                )),
+                e => journal_err(e),
+            })
+    }
+
+    /// [`Writer::open_with`] under a plan lock already held.
+    fn open_locked(plan: Plan, lock: LockDir, now: SystemTime, load: Load) -> Result<Writer> {
         let mut writer = Writer {
             seq_floor: plan.archive_top_seq(),
             plan,
@@ -92,20 +145,29 @@ impl Writer {
         let mut damage = None;
         if path.exists() {
             // A plain append checks only what earlier opens have not (the verified checkpoint).
+            // ("checkpoint-v2": hints written since the scan checks the seq rule too; an older
+            // hint may cover a line that rule refuses.)
             let checkpoint = (load == Load::Tail)
-                .then(|| crate::summary::cache_file(&path, "checkpoint"))
+                .then(|| crate::summary::cache_file(&path, "checkpoint-v2"))
                 .flatten();
-            let options = OpenOptions::new().checkpoint(checkpoint);
-            let (journal, report) = Journal::open(&path, &options).map_err(journal_err)?;
+            // The journal crate scans with the one journal-line rule (`dwp::event::record`), so a
+            // line with a bad seq is damage the open refuses, like a line that does not parse.
+            let options =
+                OpenOptions::new().checkpoint(checkpoint).validator(dwp::event::is_record);
+            let (journal, report) = Journal::open(&path, &options).map_err(|e| match e {
+                journal::Error::Damaged { byte_offset, cause, .. } => {
+                    DamagedLine::describe_file(&path, byte_offset, cause).refusal()
+                }
+                e => journal_err(e),
+            })?;
             if load == Load::Tail {
                 // The crate's scan (from its checkpoint) has checked and repaired the file: a
                 // plain append needs only the last event's seq, read from the end of the file.
                 if let Some(last) = journal.last_record().map_err(journal_err)? {
-                    writer.tail_seq = seq_of(&canonical_json::parse(&last.line).map_err(|e| {
-                        fail(format!(
-                            "journal.ndjson last line is not strict JSON ({e}) — no write was made"
-                        ))
-                    })?);
+                    let event = dwp::event::record(&last.line).ok_or_else(|| {
+                        DamagedLine::describe(&last.line, 0, journal::CAUSE_REJECTED).refusal()
+                    })?;
+                    writer.tail_seq = seq_of(&event);
                 }
                 writer.journal = Some(journal);
                 return writer.record_damage(report.damage);
@@ -125,6 +187,135 @@ impl Writer {
             writer.events = writer.plan.archived_events()?;
         }
         writer.record_damage(damage)
+    }
+
+    /// `ledger repair --line N …`: the explicit, recorded repair of damaged journal lines (the
+    /// damage no writer repairs on its own). Under the plan lock: every named line must be a
+    /// line the journal rule refuses (a valid record is never removed); the whole journal is
+    /// first copied, byte for byte, to `journal.ndjson.damaged-<time>` beside it (fsynced);
+    /// then the journal is replaced atomically by itself without exactly those lines, and one
+    /// `journal_repair` event per removed line records its line, byte offset, what was wrong
+    /// and where the original bytes are. If the journal would still hold a damaged line, the
+    /// repair refuses before changing anything, naming it.
+    ///
+    /// # Errors
+    /// The lock; no such damaged line; a named line that is a valid record; another damaged
+    /// line left; a set-aside file that already exists; I/O.
+    pub fn repair_lines(
+        plan: Plan,
+        lines: &[u64],
+        force: bool,
+        now: SystemTime,
+    ) -> Result<(Writer, RepairReport)> {
+        let lock = Writer::lock(&plan, force, now)?;
+        let path = plan.journal_path();
+        let raw = std::fs::read(&path).map_err(|e| crate::error::io_fail(&path, e))?;
+        let mut wanted: Vec<u64> = lines.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        // Every line of the file, with its range, in one pass.
+        let mut starts = vec![0usize];
+        starts.extend(
+            raw.iter()
+                .enumerate()
+                .filter(|&(at, b)| *b == b'\n' && at + 1 < raw.len())
+                .map(|(at, _)| at + 1),
+        );
+        let mut removed = Vec::new();
+        for &n in &wanted {
+            let Some(&start) = usize::try_from(n).ok().and_then(|n| starts.get(n.wrapping_sub(1)))
+            else {
+                return Err(fail(format!(
+                    "journal.ndjson has no line {n} ({} lines); nothing was changed",
+                    starts.len()
+                )));
+            };
+            let end =
+                starts.get(usize::try_from(n).unwrap_or(usize::MAX)).copied().unwrap_or(raw.len());
+            let text = &raw[start..end];
+            let body = text.strip_suffix(b"\n").unwrap_or(text);
+            if std::str::from_utf8(body).is_ok() && dwp::event::is_record(body) {
+                return Err(fail(format!(
+                    "journal.ndjson line {n} is a valid event; a repair never removes one \
+                     (nothing was changed)"
+                )));
+            }
+            if body.iter().all(u8::is_ascii_whitespace) {
+                return Err(fail(format!(
+                    "journal.ndjson line {n} is blank, not damaged (nothing was changed)"
+                )));
+            }
+            let damaged =
+                DamagedLine::describe(&raw, start as u64, journal::CAUSE_DAMAGED_UNPARSABLE);
+            removed.push((start, end, damaged));
+        }
+        if removed.is_empty() {
+            return Err(fail("repair needs --line N (the damaged line `dwp verify` names)"));
+        }
+        let mut kept = Vec::with_capacity(raw.len());
+        let mut at = 0;
+        for (start, end, _) in &removed {
+            kept.extend_from_slice(&raw[at..*start]);
+            at = *end;
+        }
+        kept.extend_from_slice(&raw[at..]);
+        let after = journal::scan_slice(&kept, |_, text| dwp::event::is_record(text.as_bytes()));
+        if let Some(d @ journal::Damage::Corrupt { .. }) = after.damage {
+            // Name it in the file's own numbering: removed lines before it shift it.
+            let mut original = d.byte_offset();
+            for (start, end, _) in &removed {
+                if (*start as u64) <= original {
+                    original += (end - start) as u64;
+                }
+            }
+            let other = DamagedLine::describe(&raw, original, d.cause());
+            return Err(fail(format!(
+                "journal.ndjson line {} (byte {}) is damaged too ({}); name every damaged line \
+                 in one repair (--line {} as well) — nothing was changed",
+                other.line, other.byte_offset, other.reason, other.line
+            )));
+        }
+        let sha256 = canonical_json::digest::sha256_hex(&raw);
+        let stamp: String = timestamp(now).chars().filter(char::is_ascii_alphanumeric).collect();
+        let side = plan.dir.join(format!("{JOURNAL_NAME}.damaged-{stamp}"));
+        if std::fs::symlink_metadata(&side).is_ok() {
+            return Err(fail(format!(
+                "{} already exists; nothing was changed (retry in a second)",
+                side.display()
+            )));
+        }
+        journal::atomic_replace(&side, &raw).map_err(journal_err)?;
+        journal::atomic_replace(&path, &kept).map_err(journal_err)?;
+        let mut writer = Writer::open_locked(plan, lock, now, Load::Full)?;
+        let side_name =
+            side.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        for (_, _, damaged) in &removed {
+            writer.append_raw(
+                "journal_repair",
+                obj([
+                    ("byte_offset", int(i64::try_from(damaged.byte_offset).unwrap_or(i64::MAX))),
+                    (
+                        "cause",
+                        s(&format!(
+                            "line {} was damaged ({}); removed by `dwp ledger repair` at an \
+                             operator's request; the journal before the repair is kept \
+                             byte for byte as {side_name} (sha256 {sha256})",
+                            damaged.line, damaged.reason
+                        )),
+                    ),
+                ]),
+                writer.helper(),
+                Some("explicit repair: only the named damaged lines were removed; every valid event was kept"),
+                None,
+                None,
+            )?;
+        }
+        let report = RepairReport {
+            lines: removed.into_iter().map(|(_, _, d)| d).collect(),
+            set_aside: side,
+            sha256,
+        };
+        Ok((writer, report))
     }
 
     /// Records the repair the journal crate made on open (if any) as a `journal_repair` event.
@@ -158,12 +349,21 @@ impl Writer {
 
     /// Releases the lock.
     ///
+    /// Every event this writer appended is durable before this is called, so a release that
+    /// finds the lock directory no longer ours ([`journal::Error::LockLost`]: broken by a
+    /// `--force` elsewhere, or displaced in the instant a stale lock was being broken) is *not*
+    /// a failure: reporting one would tell the caller its event was not written when it was,
+    /// and a retry would record it twice. The directory is then left to its new holder.
+    ///
     /// # Errors
-    /// The lock was taken over by someone else.
+    /// Removing our own lock directory failed (I/O).
     pub fn close(mut self) -> Result<()> {
         drop(self.journal.take());
         if let Some(lock) = self.lock.take() {
-            lock.release().map_err(journal_err)?;
+            match lock.release() {
+                Ok(()) | Err(journal::Error::LockLost { .. }) => {}
+                Err(e) => return Err(journal_err(e)),
+            }
         }
         Ok(())
     }
@@ -263,9 +463,16 @@ impl Writer {
     }
 }
 
-/// One journal line the writer holds, parsed strictly (the writer refuses to go on otherwise).
+/// One journal line the writer holds, parsed strictly with the one journal-line rule (the
+/// writer refuses to go on otherwise).
 pub(crate) fn parse_strict(at: u64, line: &[u8]) -> Result<Value> {
-    canonical_json::parse(line).map_err(|e| strict_error(at, &e))
+    let event = canonical_json::parse(line).map_err(|e| strict_error(at, &e))?;
+    match dwp::event::record_problem(&event) {
+        None => Ok(event),
+        Some(problem) => {
+            Err(fail(format!("journal.ndjson line at byte {at}: {problem} — no write was made")))
+        }
+    }
 }
 
 /// The refusal for a journal line at byte `at` that is not strict JSON.

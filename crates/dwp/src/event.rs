@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use canonical_json::{Limits, Map, ParseError, Value, Wanted};
+use canonical_json::{Integer, Limits, Map, Number, ParseError, Value, Wanted};
 
 /// The top-level members the read paths look at. Every rule over kept events reads only these
 /// (a new rule that reads another member adds it here).
@@ -48,6 +48,71 @@ pub const FIELDS: [&str; 23] = [
     // observation: review states.
     "statement",
 ];
+
+/// Why an event's `seq` is not a journal position. A journal position is a JSON integer (no
+/// fraction, no exponent: `1e3` and `1.0` are numbers, not integers) from 1 to `i64::MAX`;
+/// this is the one definition the writer, every reader and `verify` share ([`valid_seq`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SeqProblem {
+    /// No `seq` member (or not an object at all).
+    Missing,
+    /// A string, a fraction, an exponent form, `null`, ….
+    NotInteger,
+    /// Zero or negative.
+    NotPositive,
+    /// 2^63 or more: it cannot be held, so it would read as some other number.
+    TooLarge,
+}
+
+impl std::fmt::Display for SeqProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SeqProblem::Missing => "seq is missing",
+            SeqProblem::NotInteger => "seq is not an integer",
+            SeqProblem::NotPositive => "seq is not positive",
+            SeqProblem::TooLarge => "seq does not fit in 63 bits (at most 9223372036854775807)",
+        })
+    }
+}
+
+/// The journal position `seq` holds, or why it holds none (see [`SeqProblem`]).
+///
+/// # Errors
+/// The member is missing, not an integer, not positive, or 2^63 or more.
+pub fn valid_seq(seq: Option<&Value>) -> Result<i64, SeqProblem> {
+    match seq {
+        None => Err(SeqProblem::Missing),
+        Some(Value::Number(Number::Int(Integer::Small(n)))) if *n >= 1 => Ok(*n),
+        Some(Value::Number(Number::Int(Integer::Small(_)))) => Err(SeqProblem::NotPositive),
+        Some(Value::Number(Number::Int(Integer::Big(big)))) if big.is_negative() => {
+            Err(SeqProblem::NotPositive)
+        }
+        Some(Value::Number(Number::Int(_))) => Err(SeqProblem::TooLarge),
+        Some(_) => Err(SeqProblem::NotInteger),
+    }
+}
+
+/// Why a parsed journal line is not a record: not an object, or no valid [`valid_seq`].
+pub fn record_problem(event: &Value) -> Option<SeqProblem> {
+    match event {
+        Value::Object(map) => valid_seq(map.get("seq")).err(),
+        _ => Some(SeqProblem::Missing),
+    }
+}
+
+/// The one rule for a DWP journal line, shared by the writer, the readers and `verify`: strict
+/// JSON ([`canonical_json::parse`]), an object, whose `seq` is a journal position
+/// ([`valid_seq`]). `None` for anything else.
+pub fn record(line: &[u8]) -> Option<Value> {
+    canonical_json::parse(line).ok().filter(|event| record_problem(event).is_none())
+}
+
+/// [`record`] as a yes/no line validator (the shape of the `journal` crate's `Validator`):
+/// the same rule, checked with the compact parser (no tree is built).
+pub fn is_record(line: &[u8]) -> bool {
+    Compact::parse(line).is_ok_and(|event| event.checked_seq().is_ok())
+}
 
 /// Event types that are render provenance and never move the snapshot.
 pub const PROVENANCE_TYPES: [&str; 1] = ["view_render"];
@@ -167,6 +232,27 @@ impl<'a> Compact<'a> {
             return if digits.len() < raw.len() { -n } else { n };
         }
         canonical_json::parse(raw).ok().and_then(|v| v.as_i64()).unwrap_or(0)
+    }
+
+    /// The seq as a journal position, or why it is none (the rule of [`valid_seq`]).
+    ///
+    /// # Errors
+    /// As [`valid_seq`].
+    pub fn checked_seq(&self) -> Result<i64, SeqProblem> {
+        let Some(raw) = self.raw[SEQ] else { return Err(SeqProblem::Missing) };
+        if !raw.is_empty() && raw.len() <= 18 && raw.iter().all(u8::is_ascii_digit) {
+            let n = raw.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0'));
+            return if n >= 1 { Ok(n) } else { Err(SeqProblem::NotPositive) };
+        }
+        match canonical_json::parse(raw) {
+            Ok(value) => valid_seq(Some(&value)),
+            Err(_) => Err(SeqProblem::NotInteger),
+        }
+    }
+
+    /// True for a line the journal rule accepts ([`record`]): strict JSON with a valid seq.
+    pub fn is_record(&self) -> bool {
+        self.checked_seq().is_ok()
     }
 
     /// The event as an object of its [`FIELDS`] (what the rules over kept events read).

@@ -7,7 +7,7 @@ use std::fmt;
 
 use canonical_json::{Map, Value};
 
-use crate::projection::{self, criterion_states, seq_of};
+use crate::projection::{self, seq_of};
 
 /// The closed review-state set (`REVIEW: <state>[: finding]`).
 pub const REVIEW_STATES: [&str; 5] = ["clean", "critical", "missing", "error", "incomplete"];
@@ -138,6 +138,96 @@ fn text_of(event: &Value, keys: [&str; 2]) -> String {
         .join(" ")
 }
 
+/// A JSON value as a set key: its canonical text (equal values, equal keys).
+fn value_key(value: &Value) -> String {
+    canonical_json::to_python_compact(value)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// The closure's lookups, each built in one pass.
+struct Lookups<'a> {
+    /// Criterion -> the first task whose `gate_intent` declares it ([`owner_of`]).
+    owners: std::collections::HashMap<&'a str, &'a str>,
+    /// Task progress (starts, criterion states).
+    progress: projection::Progress<'a>,
+    /// Criterion -> its `control_pair` events, in journal order.
+    pairs: std::collections::HashMap<&'a str, Vec<&'a Value>>,
+    /// The seqs (as canonical text) of sign-off `gate_run`s.
+    signoff_seqs: std::collections::HashSet<String>,
+    /// Criterion -> the last reconciliation whose trigger/editor text names it.
+    last_recon: std::collections::HashMap<&'a str, &'a Value>,
+    /// Criterion -> the amendments whose original/revised text names it.
+    amendments: std::collections::HashMap<&'a str, Vec<&'a Value>>,
+}
+
+impl<'a> Lookups<'a> {
+    fn new(contract: &'a Value, events: &'a [Value]) -> Lookups<'a> {
+        let mut owners = std::collections::HashMap::new();
+        for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
+            let Some(id) = task.str_at("id") else { continue };
+            for c in projection::intent_criteria(task) {
+                if let Some(c) = c.as_str() {
+                    owners.entry(c).or_insert(id);
+                }
+            }
+        }
+        let ids: Vec<&str> = criteria(contract).iter().filter_map(|c| c.str_at("id")).collect();
+        // "Does this text name criterion X" for every X at once: one automaton over the ids,
+        // run once over each reconciliation and amendment text (a substring search per
+        // criterion and event was criteria x events).
+        let names = aho_corasick::AhoCorasick::new(&ids).ok();
+        let named = |text: &str| -> Vec<&'a str> {
+            let Some(names) = &names else { return Vec::new() };
+            let mut found: Vec<&'a str> =
+                names.find_overlapping_iter(text).map(|m| ids[m.pattern().as_usize()]).collect();
+            found.sort_unstable();
+            found.dedup();
+            found
+        };
+        let mut pairs: std::collections::HashMap<&str, Vec<&Value>> =
+            std::collections::HashMap::new();
+        let mut signoff_seqs = std::collections::HashSet::new();
+        let mut last_recon = std::collections::HashMap::new();
+        let mut amendments: std::collections::HashMap<&str, Vec<&Value>> =
+            std::collections::HashMap::new();
+        for e in events {
+            match e.str_at("type") {
+                Some("control_pair") => {
+                    if let Some(c) = e.str_at("criterion") {
+                        pairs.entry(c).or_default().push(e);
+                    }
+                }
+                Some("gate_run") if e.str_at("command") == Some(SIGNOFF_COMMAND_TEXT) => {
+                    signoff_seqs.insert(e.get("seq").map_or_else(String::new, value_key));
+                }
+                Some("reconciliation") => {
+                    for c in named(&text_of(e, ["trigger", "editor"])) {
+                        last_recon.insert(c, e);
+                    }
+                }
+                Some("amendment") => {
+                    for c in named(&text_of(e, ["original_criterion", "revised_criterion"])) {
+                        amendments.entry(c).or_default().push(e);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Lookups {
+            owners,
+            progress: projection::Progress::new(contract, events),
+            pairs,
+            signoff_seqs,
+            last_recon,
+            amendments,
+        }
+    }
+}
+
+/// The command text of a sign-off `gate_run` (asserted evidence, nothing executed).
+const SIGNOFF_COMMAND_TEXT: &str = "signoff (asserted, not executed)";
+
 /// Per-criterion closure decisions and the plan-level review state (upstream `closure`).
 pub fn closure(contract: &Value, events: &[Value]) -> Value {
     let invalid = projection::invalidated_before(events);
@@ -146,9 +236,13 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
     let mut state_cache: std::collections::HashMap<&str, Vec<Value>> =
         std::collections::HashMap::new();
     let mut no_states: Vec<Value> = Vec::new();
+    // Everything the per-criterion decisions look up, gathered in one pass each over the
+    // contract and the events (searching them per criterion made the closure criteria x
+    // (tasks + events)).
+    let lookups = Lookups::new(contract, events);
     for crit in criteria(contract) {
         let Some(cid) = crit.str_at("id") else { continue };
-        let owner = owner_of(contract, cid);
+        let owner = lookups.owners.get(cid).copied();
         let kind = crit.get("control").and_then(|c| c.get("kind")).and_then(Value::as_str);
         let mut entry = Map::from([
             ("criterion".to_owned(), cid.into()),
@@ -161,16 +255,16 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
         let mut mechanism: String;
         if kind.is_some_and(|k| CONTROL_KINDS.contains(&k)) {
             let floor = owner
-                .and_then(|o| projection::task_start_seq_of(events, o))
+                .and_then(|o| lookups.progress.started(o))
                 .unwrap_or(0)
                 .max(invalid.get(cid).copied().unwrap_or(0));
-            let pairs: Vec<&Value> = events
+            let pairs: Vec<&Value> = lookups
+                .pairs
+                .get(cid)
+                .map_or(&[][..], Vec::as_slice)
                 .iter()
-                .filter(|e| {
-                    type_is(e, "control_pair")
-                        && e.str_at("criterion") == Some(cid)
-                        && seq_of(e) >= floor
-                })
+                .copied()
+                .filter(|e| seq_of(e) >= floor)
                 .collect();
             let observed = |p: &&&Value| p.str_at("trust") == Some("observed");
             if let Some(best) = pairs
@@ -205,7 +299,7 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
             let states = match owner {
                 Some(o) => state_cache
                     .entry(o)
-                    .or_insert_with(|| criterion_states(contract, events, o).unwrap_or_default()),
+                    .or_insert_with(|| lookups.progress.criterion_states(o).unwrap_or_default()),
                 None => &mut no_states,
             };
             let state = states.iter().find(|s| s.str_at("criterion") == Some(cid));
@@ -213,11 +307,7 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
                 Some(st) if st.get("satisfied").and_then(Value::as_bool) == Some(true) => {
                     done = true;
                     let via = st.get("via_seq").cloned().unwrap_or(Value::Null);
-                    let signoff = events.iter().any(|e| {
-                        e.get("seq") == Some(&via)
-                            && type_is(e, "gate_run")
-                            && e.str_at("command") == Some("signoff (asserted, not executed)")
-                    });
+                    let signoff = lookups.signoff_seqs.contains(&value_key(&via));
                     mechanism = if signoff { "signoff" } else { "evidence" }.to_owned();
                     entry.insert("via_seq".to_owned(), via);
                     for key in ["trust", "evidence_path"] {
@@ -242,18 +332,15 @@ pub fn closure(contract: &Value, events: &[Value]) -> Value {
                 _ => mechanism = "open (no in-window accepted evidence)".to_owned(),
             }
         }
-        let recon = events.iter().rfind(|e| {
-            type_is(e, "reconciliation") && text_of(e, ["trigger", "editor"]).contains(cid)
-        });
+        let recon = lookups.last_recon.get(cid).copied();
         if let Some(recon) = recon
             && !done
         {
             let authority = recon.get("authority");
-            let amended = events.iter().any(|e| {
-                type_is(e, "amendment")
-                    && text_of(e, ["original_criterion", "revised_criterion"]).contains(cid)
-                    && e.get("authority") == authority
-            });
+            let amended = lookups
+                .amendments
+                .get(cid)
+                .is_some_and(|list| list.iter().any(|e| e.get("authority") == authority));
             if amended {
                 done = true;
                 mechanism = "reconciled".to_owned();

@@ -4,7 +4,7 @@
 //! `invariant_findings`, `invalidated_before`, `Writer.snapshot`). Nothing here reads a file
 //! or the clock, so the same journal always projects to the same bytes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use canonical_json::{Map, Number, Value};
 
@@ -131,84 +131,204 @@ fn amend_tag(note: &str) -> Option<&str> {
 ///
 /// Returns `None` when the task is not in the contract.
 pub fn criterion_states(contract: &Value, events: &[Value], task_id: &str) -> Option<Vec<Value>> {
-    criterion_states_with(contract, events, task_id, &invalidated_before(events))
+    let index = EvidenceIndex::new(contract, events);
+    let task = index.task(task_id)?;
+    Some(index.criterion_states(task, task_id, &invalidated_before(events)))
 }
 
-fn criterion_states_with(
-    contract: &Value,
-    events: &[Value],
-    task_id: &str,
-    invalid: &BTreeMap<String, i64>,
-) -> Option<Vec<Value>> {
-    let task = find_task(contract, task_id)?;
-    let start = task_start_seq_of(events, task_id);
-    let mut accepted_by: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for c in contract
-        .get("acceptance")
-        .and_then(|a| a.get("criteria"))
-        .and_then(Value::as_array)
-        .unwrap_or(&[])
-    {
-        if let Some(id) = c.str_at("id") {
-            let labels = c
-                .get("accepted_evidence")
-                .and_then(Value::as_array)
-                .unwrap_or(&[])
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            accepted_by.insert(id, labels);
+/// What the per-task rules read, gathered in one pass over the contract and one over the
+/// events, so that a snapshot of T tasks over E events costs T + E (plus each task's own
+/// evidence), where searching the events per criterion and the tasks per task cost T x E and
+/// T x T.
+#[derive(Debug)]
+struct EvidenceIndex<'a> {
+    /// Task id -> the first task object of that id (as `find_task` finds it).
+    tasks: HashMap<&'a str, &'a Value>,
+    /// Criterion id -> its accepted evidence labels (the last criterion of an id wins).
+    accepted_by: HashMap<&'a str, Vec<&'a str>>,
+    /// Task id -> the seq of its latest `task_start`.
+    starts: HashMap<&'a str, i64>,
+    /// (task id, canonical text of the criterion) -> its `gate_run`s, in journal order.
+    runs: HashMap<(&'a str, String), Vec<&'a Value>>,
+}
+
+/// A JSON value as a map key: its canonical text (equal values, equal keys).
+fn value_key(value: &Value) -> String {
+    canonical_json::to_python_compact(value)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// Task progress over one journal, indexed once: [`criterion_states`], [`task_complete`],
+/// [`task_status`] and [`task_start_seq_of`] for many tasks at the cost of one pass over the
+/// contract and the events (each of those functions alone re-reads both for one task, so a
+/// caller asking about every task would pay tasks x events).
+#[derive(Debug)]
+pub struct Progress<'a> {
+    index: EvidenceIndex<'a>,
+    invalid: BTreeMap<String, i64>,
+}
+
+impl<'a> Progress<'a> {
+    /// The progress of `contract`'s tasks over `events`.
+    pub fn new(contract: &'a Value, events: &'a [Value]) -> Progress<'a> {
+        Progress {
+            index: EvidenceIndex::new(contract, events),
+            invalid: invalidated_before(events),
         }
     }
-    let mut states = Vec::new();
-    for cid in intent_criteria(task) {
-        let cid_str = cid.as_str();
-        let wanted = cid_str.and_then(|c| accepted_by.get(c)).cloned().unwrap_or_default();
-        let floor = cid_str.and_then(|c| invalid.get(c)).copied().unwrap_or(0);
-        let mut best: Option<(i64, &Value)> = None;
-        let mut stale = Vec::new();
+
+    /// As [`criterion_states`].
+    pub fn criterion_states(&self, task_id: &str) -> Option<Vec<Value>> {
+        let task = self.index.task(task_id)?;
+        Some(self.index.criterion_states(task, task_id, &self.invalid))
+    }
+
+    /// As [`task_complete`].
+    pub fn task_complete(&self, task_id: &str) -> bool {
+        self.criterion_states(task_id).is_some_and(|s| s.iter().all(satisfied))
+    }
+
+    /// As [`task_start_seq_of`].
+    pub fn started(&self, task_id: &str) -> Option<i64> {
+        self.index.starts.get(task_id).copied()
+    }
+
+    /// As [`task_status`].
+    pub fn task_status(&self, task_id: &str) -> &'static str {
+        if self.started(task_id).is_none() {
+            "pending"
+        } else if self.task_complete(task_id) {
+            "completed"
+        } else {
+            "in_progress"
+        }
+    }
+
+    /// As [`find_task`].
+    pub fn task(&self, task_id: &str) -> Option<&'a Value> {
+        self.index.task(task_id)
+    }
+}
+
+impl<'a> EvidenceIndex<'a> {
+    fn new(contract: &'a Value, events: &'a [Value]) -> EvidenceIndex<'a> {
+        let mut tasks = HashMap::new();
+        for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
+            if let Some(id) = task.str_at("id") {
+                tasks.entry(id).or_insert(task);
+            }
+        }
+        let mut accepted_by = HashMap::new();
+        let criteria = contract.get("acceptance").and_then(|a| a.get("criteria"));
+        for c in criteria.and_then(Value::as_array).unwrap_or(&[]) {
+            if let Some(id) = c.str_at("id") {
+                let labels = c
+                    .get("accepted_evidence")
+                    .and_then(Value::as_array)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                accepted_by.insert(id, labels);
+            }
+        }
+        let mut starts: HashMap<&str, i64> = HashMap::new();
+        let mut runs: HashMap<(&str, String), Vec<&Value>> = HashMap::new();
         for event in events {
-            if type_of(event) != Some("gate_run")
-                || event.get("criterion") != Some(cid)
-                || event.str_at("task") != Some(task_id)
-            {
-                continue;
-            }
-            let seq = seq_of(event);
-            if start.is_none_or(|st| seq < st) || seq < floor {
-                stale.push(event.get("seq").cloned().unwrap_or(Value::Null));
-                continue;
-            }
-            let trust = event.str_at("trust");
-            let passed = event.get("exit_code").and_then(Value::as_i64) == Some(0);
-            if trust.is_some_and(|t| wanted.contains(&t))
-                && passed
-                && best.is_none_or(|(b, _)| seq > b)
-            {
-                best = Some((seq, event));
+            match type_of(event) {
+                Some("task_start") => {
+                    if let Some(task) = event.str_at("task") {
+                        let seq = seq_of(event);
+                        starts.entry(task).and_modify(|s| *s = (*s).max(seq)).or_insert(seq);
+                    }
+                }
+                Some("gate_run") => {
+                    if let (Some(task), Some(criterion)) =
+                        (event.str_at("task"), event.get("criterion"))
+                    {
+                        runs.entry((task, value_key(criterion))).or_default().push(event);
+                    }
+                }
+                _ => {}
             }
         }
-        let state = match best {
-            Some((seq, event)) => Value::Object(Map::from([
-                ("criterion".to_owned(), cid.clone()),
-                ("satisfied".to_owned(), Value::Bool(true)),
-                ("via_seq".to_owned(), int(seq)),
-                ("trust".to_owned(), event.get("trust").cloned().unwrap_or(Value::Null)),
-                (
-                    "evidence_path".to_owned(),
-                    event.get("evidence_path").cloned().unwrap_or(Value::Null),
-                ),
-            ])),
-            None => Value::Object(Map::from([
-                ("criterion".to_owned(), cid.clone()),
-                ("satisfied".to_owned(), Value::Bool(false)),
-                ("started_seq".to_owned(), start.map_or(Value::Null, int)),
-                ("stale_seqs".to_owned(), Value::Array(stale)),
-            ])),
-        };
-        states.push(state);
+        EvidenceIndex { tasks, accepted_by, starts, runs }
     }
-    Some(states)
+
+    fn task(&self, id: &str) -> Option<&'a Value> {
+        self.tasks.get(id).copied()
+    }
+
+    fn criterion_states(
+        &self,
+        task: &Value,
+        task_id: &str,
+        invalid: &BTreeMap<String, i64>,
+    ) -> Vec<Value> {
+        let start = self.starts.get(task_id).copied();
+        let mut states = Vec::new();
+        for cid in intent_criteria(task) {
+            let cid_str = cid.as_str();
+            let wanted = cid_str.and_then(|c| self.accepted_by.get(c)).cloned().unwrap_or_default();
+            let floor = cid_str.and_then(|c| invalid.get(c)).copied().unwrap_or(0);
+            let mut best: Option<(i64, &Value)> = None;
+            let mut stale = Vec::new();
+            let runs = self.runs.get(&(task_id, value_key(cid))).map_or(&[][..], Vec::as_slice);
+            for &event in runs {
+                let seq = seq_of(event);
+                if start.is_none_or(|st| seq < st) || seq < floor {
+                    stale.push(event.get("seq").cloned().unwrap_or(Value::Null));
+                    continue;
+                }
+                let trust = event.str_at("trust");
+                let passed = event.get("exit_code").and_then(Value::as_i64) == Some(0);
+                if trust.is_some_and(|t| wanted.contains(&t))
+                    && passed
+                    && best.is_none_or(|(b, _)| seq > b)
+                {
+                    best = Some((seq, event));
+                }
+            }
+            let state = match best {
+                Some((seq, event)) => Value::Object(Map::from([
+                    ("criterion".to_owned(), cid.clone()),
+                    ("satisfied".to_owned(), Value::Bool(true)),
+                    ("via_seq".to_owned(), int(seq)),
+                    ("trust".to_owned(), event.get("trust").cloned().unwrap_or(Value::Null)),
+                    (
+                        "evidence_path".to_owned(),
+                        event.get("evidence_path").cloned().unwrap_or(Value::Null),
+                    ),
+                ])),
+                None => Value::Object(Map::from([
+                    ("criterion".to_owned(), cid.clone()),
+                    ("satisfied".to_owned(), Value::Bool(false)),
+                    ("started_seq".to_owned(), start.map_or(Value::Null, int)),
+                    ("stale_seqs".to_owned(), Value::Array(stale)),
+                ])),
+            };
+            states.push(state);
+        }
+        states
+    }
+}
+
+/// The ids of the contract's tasks whose every `gate_intent` criterion has in-window accepted
+/// evidence ([`task_complete`] for each task, from one index: linear in tasks + events).
+pub fn complete_tasks<'a>(contract: &'a Value, events: &[Value]) -> Vec<&'a str> {
+    let index = EvidenceIndex::new(contract, events);
+    let invalid = invalidated_before(events);
+    let tasks = contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]);
+    tasks
+        .iter()
+        .filter_map(|t| t.str_at("id"))
+        .filter(|id| {
+            index
+                .task(id)
+                .is_some_and(|t| index.criterion_states(t, id, &invalid).iter().all(satisfied))
+        })
+        .collect()
 }
 
 fn satisfied(state: &Value) -> bool {
@@ -238,16 +358,29 @@ pub fn invariant_findings(
     start_seq: Option<i64>,
 ) -> Vec<String> {
     let mut findings = Vec::new();
+    // The latest evaluation of every invariant id, from one pass: a statement `X: pass`,
+    // `X: fail` or `X: fail:…` evaluates X (each `: fail:` in it offers one candidate X), so
+    // the ids a statement can evaluate are read off the statement instead of searching the
+    // events per invariant (invariants x events).
+    let mut latest_of: HashMap<&str, &Value> = HashMap::new();
+    for e in events.iter().filter(|e| type_of(e) == Some("observation")) {
+        let Some(st) = e.str_at("statement") else { continue };
+        for suffix in [": pass", ": fail"] {
+            if let Some(iid) = st.strip_suffix(suffix) {
+                latest_of.insert(iid, e);
+            }
+        }
+        // (Overlapping occurrences too: `A: fail: fail:` evaluates both `A` and `A: fail`.)
+        let mut from = 0;
+        while let Some(at) = st.get(from..).and_then(|rest| rest.find(": fail:")) {
+            latest_of.insert(&st[..from + at], e);
+            from += at + 1;
+        }
+    }
     for inv in contract.get("invariants").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(iid) = inv.str_at("id") else { continue };
         let pass = format!("{iid}: pass");
-        let fail = format!("{iid}: fail");
-        let fail_prefix = format!("{iid}: fail:");
-        let latest = events.iter().rev().find(|e| {
-            type_of(e) == Some("observation")
-                && e.str_at("statement")
-                    .is_some_and(|st| st == pass || st == fail || st.starts_with(&fail_prefix))
-        });
+        let latest = latest_of.get(iid).copied();
         match latest {
             None => findings.push(format!("{iid} never evaluated")),
             Some(e) if start_seq.is_some_and(|st| seq_of(e) < st) => findings.push(format!(
@@ -333,11 +466,16 @@ fn snapshot_with(contract: &Value, contract_id: &str, archives: &[Archive], tall
     let updated_at = updated_at.as_deref();
     let generation = contract_generation(contract).unwrap_or(Generation::V6);
     let invalid = invalidated_before(events);
+    let index = EvidenceIndex::new(contract, events);
     let mut tasks = Vec::new();
     for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(id) = task.str_at("id") else { continue };
-        let started = task_start_seq_of(events, id);
-        let states = criterion_states_with(contract, events, id, &invalid).unwrap_or_default();
+        let started = index.starts.get(id).copied();
+        // (The first task of an id, as upstream's lookup finds it.)
+        let states = index
+            .task(id)
+            .map(|first| index.criterion_states(first, id, &invalid))
+            .unwrap_or_default();
         let status = match started {
             None => "pending",
             Some(_) if states.iter().all(satisfied) => "completed",

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use canonical_json::{Map, Value};
 
-use crate::projection::{self, criterion_states, seq_of, task_complete};
+use crate::projection::{self, seq_of};
 use crate::py::repr_str;
 use crate::validate;
 
@@ -81,11 +81,13 @@ pub fn ready_at(contract: &Value, events: &[Value], last: i64) -> Vec<Value> {
     let approval_seq = events.iter().filter(|e| type_is(e, "approval")).map(seq_of).max();
     let threshold = scheduling_limit(contract, "starvation_threshold_events", DEFAULT_STARVATION);
     let mut rows: Vec<(i64, usize, String, i64)> = Vec::new();
-    // One satisfaction pass per task, shared by the completion and prerequisite checks.
+    // One satisfaction pass per task, shared by the completion and prerequisite checks, from
+    // one index of the events (a search of the events per task was tasks x events).
+    let progress = projection::Progress::new(contract, events);
     let states: std::collections::HashMap<&str, Vec<Value>> = tasks(contract)
         .iter()
         .filter_map(|t| t.str_at("id"))
-        .map(|id| (id, criterion_states(contract, events, id).unwrap_or_default()))
+        .map(|id| (id, progress.criterion_states(id).unwrap_or_default()))
         .collect();
     let empty = Vec::new();
     for (index, task) in tasks(contract).iter().enumerate() {
@@ -376,7 +378,8 @@ fn authorize_select(contract: &Value, events: &[Value], prop: &Map) -> Value {
             format!("task {} is not in the contract", crate::py::repr_opt(prop.get("task"))),
         );
     };
-    if task_complete(contract, events, task_id) {
+    let progress = projection::Progress::new(contract, events);
+    if progress.task_complete(task_id) {
         return refuse(
             "task-complete",
             format!(
@@ -386,7 +389,7 @@ fn authorize_select(contract: &Value, events: &[Value], prop: &Map) -> Value {
         );
     }
     for pre in prerequisites(task) {
-        if !task_complete(contract, events, pre) {
+        if !progress.task_complete(pre) {
             return refuse(
                 "prerequisite-open",
                 format!(
@@ -400,10 +403,7 @@ fn authorize_select(contract: &Value, events: &[Value], prop: &Map) -> Value {
     let surface: BTreeSet<&str> = str_list(task.get("touched_surface")).into_iter().collect();
     for other in tasks(contract) {
         let Some(oid) = other.str_at("id") else { continue };
-        if oid == task_id
-            || projection::task_start_seq_of(events, oid).is_none()
-            || task_complete(contract, events, oid)
-        {
+        if oid == task_id || progress.started(oid).is_none() || progress.task_complete(oid) {
             continue;
         }
         let shared: BTreeSet<&str> = str_list(other.get("touched_surface"))

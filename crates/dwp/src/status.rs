@@ -12,6 +12,14 @@ use crate::scheduler;
 pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
     let closed = closure(contract, events);
     let crit_rows = closed.get("criteria").and_then(Value::as_array).unwrap_or(&[]);
+    // The closure row of each criterion (first wins, as a search would find it), looked up per
+    // intent instead of searched.
+    let mut row_of: std::collections::HashMap<&str, &Value> = std::collections::HashMap::new();
+    for row in crit_rows {
+        if let Some(cid) = row.str_at("criterion") {
+            row_of.entry(cid).or_insert(row);
+        }
+    }
     let ready = scheduler::ready(contract, events);
     let approved = events.iter().any(|e| {
         e.str_at("type") == Some("approval") && e.str_at("contract_id") == Some(contract_id)
@@ -24,14 +32,33 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         ]));
     }
     let mut tasks = Vec::new();
+    // One index of the events for every task (per-task searches were tasks x events).
+    let progress = projection::Progress::new(contract, events);
+    let refusals = Refusals::new(events);
+    // Per task, its delegations still `launched` in their latest event (what
+    // `projection::delegations(events, Some(task))` gives one task), from one pass.
+    let mut latest: std::collections::HashMap<&str, std::collections::HashMap<String, &Value>> =
+        std::collections::HashMap::new();
+    for event in events.iter().filter(|e| e.str_at("type") == Some("delegation")) {
+        if let Some(task) = event.str_at("task") {
+            let id = crate::py::str_opt(event.get("delegation_id"));
+            latest.entry(task).or_default().insert(id, event);
+        }
+    }
+    let open_delegations: std::collections::HashMap<&str, usize> = latest
+        .iter()
+        .map(|(task, by_id)| {
+            (*task, by_id.values().filter(|e| e.str_at("state") == Some("launched")).count())
+        })
+        .collect();
     for task in contract.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
         let Some(id) = task.str_at("id") else { continue };
-        let status = projection::task_status(contract, events, id);
+        let status = progress.task_status(id);
         let criteria: Vec<Value> = projection::intent_criteria(task)
             .iter()
             .filter_map(|c| c.as_str())
             .map(|cid| {
-                let row = crit_rows.iter().find(|r| r.str_at("criterion") == Some(cid));
+                let row = row_of.get(cid).copied();
                 let mechanism = row.and_then(|r| r.str_at("mechanism")).unwrap_or("open");
                 let done =
                     row.and_then(|r| r.get("satisfied")).and_then(Value::as_bool) == Some(true);
@@ -51,7 +78,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
         if status != "completed" {
             for pre in task.get("prerequisites").and_then(Value::as_array).unwrap_or(&[]) {
                 let Some(pre) = pre.as_str() else { continue };
-                if !projection::task_complete(contract, events, pre) {
+                if !progress.task_complete(pre) {
                     blocked.push(Value::object([
                         ("subject", id.into()),
                         ("reason", format!("waits for prerequisite {pre}").into()),
@@ -59,10 +86,7 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
                 }
             }
         }
-        let open_delegations = projection::delegations(events, Some(id))
-            .values()
-            .filter(|e| e.str_at("state") == Some("launched"))
-            .count();
+        let open_delegations = open_delegations.get(id).copied().unwrap_or(0);
         if open_delegations > 0 {
             blocked.push(Value::object([
                 ("subject", id.into()),
@@ -77,13 +101,10 @@ pub fn summary(contract: &Value, contract_id: &str, events: &[Value]) -> Value {
             ("id".to_owned(), id.into()),
             ("title".to_owned(), task.get("title").cloned().unwrap_or(Value::Null)),
             ("status".to_owned(), status.into()),
-            (
-                "started_seq".to_owned(),
-                projection::task_start_seq_of(events, id).map_or(Value::Null, Value::from),
-            ),
+            ("started_seq".to_owned(), progress.started(id).map_or(Value::Null, Value::from)),
             ("criteria".to_owned(), Value::Array(criteria)),
         ]);
-        let (shown, total) = task_refusals(events, id);
+        let (shown, total) = refusals.of(id);
         if total > 0 {
             row.insert("refusals".to_owned(), Value::Array(shown));
             row.insert("refusals_total".to_owned(), total.into());
@@ -135,25 +156,47 @@ pub const REFUSALS_SHOWN: usize = 5;
 
 /// The recorded refusals whose subject is `task` (or `delegate <task>`, the delegation gate's
 /// subject) — the last [`REFUSALS_SHOWN`], oldest first, as `{seq, stage, reason}` — and how
-/// many there are in all.
+/// many there are in all. For many tasks, build one [`Refusals`] index instead.
 pub fn task_refusals(events: &[Value], task: &str) -> (Vec<Value>, usize) {
-    let delegated = format!("delegate {task}");
-    let all: Vec<&Value> = events
-        .iter()
-        .filter(|e| e.str_at("type") == Some("refusal"))
-        .filter(|e| e.str_at("subject").is_some_and(|s| s == task || s == delegated))
-        .collect();
-    let shown = all[all.len().saturating_sub(REFUSALS_SHOWN)..]
-        .iter()
-        .map(|e| {
-            Value::object([
-                ("seq", seq_of(e).into()),
-                ("stage", e.get("stage").cloned().unwrap_or(Value::Null)),
-                ("reason", e.get("reason").cloned().unwrap_or(Value::Null)),
-            ])
-        })
-        .collect();
-    (shown, all.len())
+    Refusals::new(events).of(task)
+}
+
+/// The recorded refusals by task, from one pass over the events (a search per task was
+/// tasks x events).
+#[derive(Debug, Default)]
+pub struct Refusals<'a> {
+    by_task: std::collections::HashMap<&'a str, Vec<&'a Value>>,
+}
+
+impl<'a> Refusals<'a> {
+    /// Indexes the `refusal` events of `events` by subject (`T` and `delegate T` alike).
+    pub fn new(events: &'a [Value]) -> Refusals<'a> {
+        let mut by_task: std::collections::HashMap<&'a str, Vec<&'a Value>> =
+            std::collections::HashMap::new();
+        for event in events.iter().filter(|e| e.str_at("type") == Some("refusal")) {
+            if let Some(subject) = event.str_at("subject") {
+                let task = subject.strip_prefix("delegate ").unwrap_or(subject);
+                by_task.entry(task).or_default().push(event);
+            }
+        }
+        Refusals { by_task }
+    }
+
+    /// A task's last [`REFUSALS_SHOWN`] refusals (oldest first) and their count.
+    pub fn of(&self, task: &str) -> (Vec<Value>, usize) {
+        let all = self.by_task.get(task).map_or(&[][..], Vec::as_slice);
+        let shown = all[all.len().saturating_sub(REFUSALS_SHOWN)..]
+            .iter()
+            .map(|e| {
+                Value::object([
+                    ("seq", seq_of(e).into()),
+                    ("stage", e.get("stage").cloned().unwrap_or(Value::Null)),
+                    ("reason", e.get("reason").cloned().unwrap_or(Value::Null)),
+                ])
+            })
+            .collect();
+        (shown, all.len())
+    }
 }
 
 fn paint(on: bool, code: &str, text: &str) -> String {

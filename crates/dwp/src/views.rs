@@ -105,11 +105,12 @@ pub fn render_view(name: &str, events: &[Value], snapshot: &Value) -> Option<Str
             }
             // Each task's recorded refusals beside it (issue 30), only when there are any, so a
             // plan without refusals renders the upstream view byte for byte.
+            let index = crate::status::Refusals::new(events);
             let refused: Vec<(String, usize, String)> = tasks
                 .iter()
                 .filter_map(|t| {
                     let id = get(t, "id");
-                    let (shown, total) = crate::status::task_refusals(events, &id);
+                    let (shown, total) = index.of(&id);
                     let last = shown.last().map(|r| get(r, "seq")).unwrap_or_default();
                     (total > 0).then_some((id, total, last))
                 })

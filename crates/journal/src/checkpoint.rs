@@ -6,16 +6,20 @@
 //! clean, how many records that prefix holds, and the offset and sha256 of its final line (the
 //! *anchor*). On the next open the hint is checked against the file before it is used: the file
 //! must be at least that long, the anchor must start right after a newline and end with one,
-//! and its bytes must hash to the recorded digest. Only then is the prefix skipped and the scan
-//! resumes where the hint ends (a journal that other writers appended to is scanned from there).
-//! A missing, unreadable, stale or tampered hint fails one of the checks and the whole file is
+//! its bytes must hash to the recorded digest, and the file's *stamp* (inode and status-change
+//! time, which the kernel moves on every write and no user call can set back) must be the one
+//! recorded. Only then is the prefix skipped and the scan resumes where the hint ends. A
+//! missing, unreadable, stale or tampered hint fails one of the checks and the whole file is
 //! scanned, after which a fresh hint is written.
 //!
+//! The stamp means that any write the hint's own writer did not make (another tool's append, an
+//! edit in the middle that keeps the file's length and its final line, a replaced file) costs
+//! the next open a full scan: the hint saves work only between a writer's own appends, and never
+//! hides an edit. (Version 1 hints had no stamp and resumed after other writers' appends, which
+//! let such an edit pass; they are no longer read.)
+//!
 //! The hint is never fsynced: losing it, or finding it torn after a crash, costs one full scan
-//! and nothing else, because it is verified before use. What it cannot see is an edit inside
-//! the prefix that keeps the file's length and its final line (a deliberate rewrite, not a torn
-//! append); readers that load every record (rather than appending after the last one) parse the
-//! whole file and still see such an edit.
+//! and nothing else, because it is verified before use.
 
 use std::fs::{self, File};
 use std::io::{Read, Seek, SeekFrom};
@@ -24,7 +28,8 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 /// The hint's first word (its format version).
-const MAGIC: &str = "journal-checkpoint-v1";
+// Version 2 adds the file's stamp (inode and change time).
+const MAGIC: &str = "journal-checkpoint-v2";
 /// Anchors longer than this are not trusted to be a line (the file is scanned instead).
 const MAX_ANCHOR: u64 = 1 << 24;
 
@@ -39,6 +44,18 @@ pub(crate) struct Checkpoint {
     pub(crate) anchor: u64,
     /// sha256 (lowercase hex) of `[anchor, len)`.
     pub(crate) digest: String,
+    /// The file's inode and status-change time when the hint was written ([`stamp`]).
+    pub(crate) stamp: String,
+}
+
+/// The file's identity and last change: `inode:ctime_sec.ctime_nsec`. The kernel moves the
+/// change time on every write and metadata change and no user call can set it back, so any
+/// write since the hint was stored (an edit in the middle that keeps the length and the last
+/// line included) makes the hint unusable.
+pub(crate) fn stamp(file: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().ok()?;
+    Some(format!("{}:{}.{:09}", meta.ino(), meta.ctime(), meta.ctime_nsec()))
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -57,7 +74,8 @@ impl Checkpoint {
     pub(crate) fn of(file: &File, len: u64, records: u64, anchor: u64) -> Option<Checkpoint> {
         let bytes = read_range(file, anchor, len)?;
         let digest = hex(&Sha256::digest(&bytes));
-        (len > 0).then_some(Checkpoint { len, records, anchor, digest })
+        let stamp = stamp(file)?;
+        (len > 0).then_some(Checkpoint { len, records, anchor, digest, stamp })
     }
 
     /// Reads the hint at `path`; `None` when it is missing or malformed.
@@ -71,10 +89,11 @@ impl Checkpoint {
         let records = words.next()?.parse().ok()?;
         let anchor = words.next()?.parse().ok()?;
         let digest = words.next()?.to_owned();
+        let stamp = words.next()?.to_owned();
         let well_formed = digest.len() == 64
             && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
             && words.next().is_none();
-        well_formed.then_some(Checkpoint { len, records, anchor, digest })
+        well_formed.then_some(Checkpoint { len, records, anchor, digest, stamp })
     }
 
     /// True when the hint describes a prefix of `file` (`file_len` bytes long).
@@ -83,6 +102,10 @@ impl Checkpoint {
             return false;
         }
         if self.len - self.anchor > MAX_ANCHOR {
+            return false;
+        }
+        // Written to since (by anyone): the prefix may have changed too.
+        if stamp(file).as_deref() != Some(self.stamp.as_str()) {
             return false;
         }
         // The anchor plus the newline before it (when it is not the first line).
@@ -99,8 +122,10 @@ impl Checkpoint {
     /// Writes the hint (temp file and rename, no fsync: see the module notes). Failures are
     /// ignored: a missing hint only costs the next open a full scan.
     pub(crate) fn store(&self, path: &Path) {
-        let text =
-            format!("{MAGIC} {} {} {} {}\n", self.len, self.records, self.anchor, self.digest);
+        let text = format!(
+            "{MAGIC} {} {} {} {} {}\n",
+            self.len, self.records, self.anchor, self.digest, self.stamp
+        );
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(".tmp-{}", std::process::id()));
         if let Some(parent) = path.parent() {

@@ -64,6 +64,35 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// A line that is not a record and not a torn final line ([`Damage::Corrupt`]): no writer
+    /// cuts it, because every line after it may be a valid record. Nothing was modified.
+    ///
+    /// [`Damage::Corrupt`]: crate::Damage::Corrupt
+    #[error(
+        "{}: line {line} (byte {byte_offset}) is damaged: {cause}; it is not the torn final line an interrupted append leaves, so nothing was cut and nothing was written",
+        path.display()
+    )]
+    Damaged {
+        /// The journal file.
+        path: PathBuf,
+        /// The damaged line's 1-based line number.
+        line: u64,
+        /// Where the damaged line starts.
+        byte_offset: u64,
+        /// Why it is not a record ([`Damage::cause`](crate::Damage::cause)).
+        cause: &'static str,
+    },
+
+    /// [`Journal::last_record`](crate::Journal::last_record) met a final line longer than
+    /// `limit` bytes and refused to read it.
+    #[error("{}: the last line is longer than {limit} bytes; refusing to read it", path.display())]
+    LineTooLong {
+        /// The journal file.
+        path: PathBuf,
+        /// The limit ([`MAX_LINE`](crate::MAX_LINE)).
+        limit: u64,
+    },
+
     /// A live writer holds the cooperative plan lock directory.
     #[error(
         "another writer holds the plan lock: {identity} (started {started_ts}); use --force only after verifying that writer is dead"
@@ -109,6 +138,8 @@ impl Error {
             | Self::Collision { path, .. }
             | Self::InvalidLine { path, .. }
             | Self::Poisoned { path }
+            | Self::Damaged { path, .. }
+            | Self::LineTooLong { path, .. }
             | Self::LockHeld { path, .. }
             | Self::LockContended { path }
             | Self::LockLost { path } => path,

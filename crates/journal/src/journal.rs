@@ -40,6 +40,10 @@ pub struct OpenOptions {
 /// that really holds the journal still gets [`Error::Locked`].
 pub const DEFAULT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The longest line [`Journal::last_record`] reads (64 MiB, the size limit of any document the
+/// record layers parse): a longer final line is refused rather than read.
+pub const MAX_LINE: u64 = 64 << 20;
+
 impl Default for OpenOptions {
     fn default() -> Self {
         Self {
@@ -122,17 +126,19 @@ pub struct Journal {
 
 impl Journal {
     /// Opens the journal at `path` for appending, locks it, scans it and
-    /// repairs any damage.
+    /// repairs what an interrupted append leaves behind.
     ///
     /// The returned report describes the file *before* repair; when it
     /// carries [`Damage`], the file has already been repaired and synced
-    /// (truncated at [`Damage::TornTail`]'s offset, or the newline of
+    /// (the torn final line of [`Damage::TornTail`] cut, or the newline of
     /// [`Damage::MissingNewline`] restored) and the caller should record
-    /// the repair, e.g. by appending a repair event.
+    /// the repair, e.g. by appending a repair event. Any other bad line
+    /// ([`Damage::Corrupt`]) is refused, and the file is left as it is.
     ///
     /// # Errors
     ///
-    /// [`Error::Locked`] if another `Journal` holds the file;
+    /// [`Error::Damaged`] (nothing modified) if a line other than a torn final line is not a
+    /// record; [`Error::Locked`] if another `Journal` holds the file;
     /// [`Error::Collision`] if the file changed between scan and repair;
     /// [`Error::Io`] for I/O failures (including a missing file without
     /// [`OpenOptions::create`]).
@@ -188,6 +194,17 @@ impl Journal {
         journal.check_position()?;
         match report.damage {
             None => {}
+            Some(damage @ Damage::Corrupt { byte_offset, .. }) => {
+                // Never cut: every line after it may be a valid record. Refuse, name the line.
+                (&journal.file).seek(SeekFrom::Start(0)).at(&journal.path)?;
+                let line = scan::line_number(&journal.file, byte_offset).at(&journal.path)?;
+                return Err(Error::Damaged {
+                    path: journal.path.clone(),
+                    line,
+                    byte_offset,
+                    cause: damage.cause(),
+                });
+            }
             Some(Damage::TornTail { byte_offset, .. }) => {
                 journal.file.set_len(byte_offset).at(&journal.path)?;
                 journal.file.sync_all().at(&journal.path)?;
@@ -370,45 +387,62 @@ impl Journal {
         Ok(())
     }
 
-    /// The last record this writer knows about, found by reading backwards
-    /// from the end of its first [`len`] bytes in 4 KiB steps: appending
-    /// after it must not cost a read of the whole journal.
+    /// The last record this writer knows about, found by reading backwards from the end of its
+    /// first [`len`] bytes, 64 KiB at a time: appending after it must not cost a read of the
+    /// whole journal. The chunks of the line are kept as read and joined once, so the work is
+    /// linear in the length of the line (and of any blank lines after it), and a line longer
+    /// than [`MAX_LINE`] is refused as soon as that many bytes have been read without finding
+    /// its start, whatever its length.
     ///
     /// [`len`]: Journal::len
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] if reading fails.
+    /// [`Error::LineTooLong`] for a final line over [`MAX_LINE`]; [`Error::Io`] if reading
+    /// fails.
     pub fn last_record(&self) -> Result<Option<Record>, Error> {
-        const STEP: u64 = 4096;
-        let mut file = &self.file;
+        use std::os::unix::fs::FileExt;
+        const STEP: u64 = 1 << 16;
         let mut pos = self.end;
-        let mut tail: Vec<u8> = Vec::new();
+        // The candidate line is [.., line_end); `pieces` holds its bytes read so far, last
+        // piece first.
+        let mut line_end = self.end;
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
+        let mut chunk = Vec::new();
         loop {
-            let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
-            // Lines that start after the first newline of `tail` are whole.
-            let mut stop = body.len();
-            while let Some(nl) = body[..stop].iter().rposition(|b| *b == b'\n') {
-                let line = &body[nl + 1..stop];
-                if !scan::is_blank(line) {
-                    let offset = pos + nl as u64 + 1;
-                    return Ok(Some(Record { offset, line: line.to_vec() }));
-                }
-                stop = nl;
-            }
-            if pos == 0 {
-                let line = &body[..stop];
-                return Ok(
-                    (!scan::is_blank(line)).then(|| Record { offset: 0, line: line.to_vec() })
-                );
-            }
             let step = pos.min(STEP);
-            pos -= step;
-            let mut chunk = vec![0u8; usize::try_from(step).unwrap_or(4096)];
-            file.seek(SeekFrom::Start(pos)).at(&self.path)?;
-            file.read_exact(&mut chunk).at(&self.path)?;
-            chunk.extend_from_slice(&tail);
-            tail = chunk;
+            let from = pos - step;
+            chunk.resize(usize::try_from(step).unwrap_or(0), 0);
+            self.file.read_exact_at(&mut chunk, from).at(&self.path)?;
+            // `stop` is where the candidate line ends inside this chunk.
+            let mut stop =
+                usize::try_from(line_end - from).map_or(chunk.len(), |n| n.min(chunk.len()));
+            for nl in memchr::memrchr_iter(b'\n', &chunk[..stop]) {
+                let head = &chunk[nl + 1..stop];
+                let offset = from + nl as u64 + 1;
+                if line_end - offset > MAX_LINE {
+                    return Err(Error::LineTooLong { path: self.path.clone(), limit: MAX_LINE });
+                }
+                if !(scan::is_blank(head) && pieces.iter().all(|p| scan::is_blank(p))) {
+                    return Ok(Some(Record { offset, line: join(head, &pieces) }));
+                }
+                // A blank line (as the scanner skips them): the candidate moves up.
+                pieces.clear();
+                stop = nl;
+                line_end = from + nl as u64;
+            }
+            if line_end - from > MAX_LINE {
+                return Err(Error::LineTooLong { path: self.path.clone(), limit: MAX_LINE });
+            }
+            if from == 0 {
+                let head = &chunk[..stop];
+                if scan::is_blank(head) && pieces.iter().all(|p| scan::is_blank(p)) {
+                    return Ok(None);
+                }
+                return Ok(Some(Record { offset: 0, line: join(head, &pieces) }));
+            }
+            pieces.push(chunk[..stop].to_vec());
+            pos = from;
         }
     }
 
@@ -509,6 +543,16 @@ impl Journal {
             self.poisoned = true;
         }
     }
+}
+
+/// `head` followed by `pieces` in reverse order (they were read backwards).
+fn join(head: &[u8], pieces: &[Vec<u8>]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(head.len() + pieces.iter().map(Vec::len).sum::<usize>());
+    line.extend_from_slice(head);
+    for piece in pieces.iter().rev() {
+        line.extend_from_slice(piece);
+    }
+    line
 }
 
 impl Drop for Journal {

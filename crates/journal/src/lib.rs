@@ -35,23 +35,31 @@
 //!
 //! # Key design decisions
 //!
-//! **Upstream-compatible scanning.** The scanner reproduces the Python
-//! ledger's `read_journal` exactly: lines are split on `\n`; lines that are
-//! empty or consist only of ASCII whitespace are skipped (they are neither
-//! records nor damage); every other line must be valid UTF-8 and accepted by
-//! the [`Validator`] (by default: parses as JSON). Scanning *stops at the
-//! first bad line*, wherever it is. A corrupt line in the middle of the file
-//! therefore discards every later line on the next open-for-write, exactly
-//! as upstream does; the [`Damage::TornTail`] report carries the byte offset
-//! of the bad line and how many bytes the repair discards, and the cause
-//! texts are upstream's, byte for byte ([`CAUSE_UNDECODABLE`],
-//! [`CAUSE_UNPARSABLE`]). A file whose last line is complete but lacks its
-//! trailing newline is *not* torn: the event is kept and only the framing
-//! newline is restored ([`Damage::MissingNewline`], [`CAUSE_MISSING_NEWLINE`]).
+//! **Upstream-compatible scanning, stricter repair.** The scanner reads
+//! lines as the Python ledger's `read_journal` does: lines are split on `\n`;
+//! lines that are empty or consist only of ASCII whitespace are skipped (they
+//! are neither records nor damage); every other line must be valid UTF-8 and
+//! accepted by the [`Validator`] (by default: parses as JSON). Scanning stops
+//! at the first bad line. What happens next is where this crate departs from
+//! upstream, which truncates at the first bad line wherever it is and so
+//! deletes every valid line after a corrupt one. Here only a *torn final
+//! line* is repairable ([`Damage::TornTail`]): it has no `\n` after it (every
+//! writer writes the newline last, in the same write, so an interrupted append
+//! cannot leave one) and it is not a complete JSON value (or not UTF-8).
+//! Cutting it discards that line and nothing else; its cause texts are
+//! upstream's, byte for byte ([`CAUSE_UNDECODABLE`], [`CAUSE_UNPARSABLE`]).
+//! Any other bad line — one in the middle, a final line that kept its
+//! newline, a complete JSON line the validator refuses — is
+//! [`Damage::Corrupt`]: readers report it with its position, and
+//! [`Journal::open`] refuses with [`Error::Damaged`] (line number and byte
+//! offset) without touching the file, so that a person decides what the line
+//! was. A file whose last line is complete but lacks its trailing newline is
+//! *not* torn: the event is kept and only the framing newline is restored
+//! ([`Damage::MissingNewline`], [`CAUSE_MISSING_NEWLINE`]).
 //!
 //! **Repair belongs to the writer, reporting to the caller.** [`scan`] never
-//! modifies anything. [`Journal::open`] always repairs (truncate at the bad
-//! line, or append the missing newline, then fsync) and returns the damage
+//! modifies anything. [`Journal::open`] repairs what an interrupted append
+//! leaves (cut the torn final line, or append the missing newline, then fsync) and returns the damage
 //! it found instead of writing its own repair record, because what such a
 //! record looks like is the caller's schema.
 //!
@@ -74,13 +82,13 @@
 //! append, how long the cleanly scanned prefix is, how many records it holds
 //! and the sha256 of its final line. The next open uses it only if the file
 //! is at least that long and that line (preceded by a newline) still hashes
-//! to the recorded digest; then only the bytes after the prefix are scanned
-//! (other writers' appends included). Anything else (no hint, a torn or
-//! edited hint, a truncated or rewritten journal) means a full scan and a
-//! fresh hint. The hint is written with a rename but never fsynced: losing
-//! it costs one full scan. An edit inside the prefix that keeps both the
-//! length and the final line is not seen by an append; readers that load
-//! every record parse the whole file and do see it.
+//! to the recorded digest, and the file has not been written to since (its
+//! inode and status-change time are the recorded ones); then only the bytes
+//! after the prefix are scanned. Anything else (no hint, a torn or edited
+//! hint, another tool's append, an edit anywhere, a truncated or replaced
+//! journal) means a full scan and a fresh hint, so a damaged line in the
+//! prefix is always found. The hint is written with a rename but never
+//! fsynced: losing it costs one full scan.
 //!
 //! **Appends are validated.** [`Journal::append`] refuses lines the scanner
 //! would reject (newlines, blank lines, invalid UTF-8, validator failures),
@@ -107,10 +115,11 @@ mod time;
 pub use append::append_synced;
 pub use atomic::atomic_replace;
 pub use error::Error;
-pub use journal::{DEFAULT_LOCK_WAIT, Durability, Journal, OpenOptions};
+pub use journal::{DEFAULT_LOCK_WAIT, Durability, Journal, MAX_LINE, OpenOptions};
 pub use scan::{
-    CAUSE_MISSING_NEWLINE, CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport,
-    TornCause, Validator, json_line, read_records, read_typed, read_typed_from, scan, scan_slice,
+    CAUSE_DAMAGED_UNDECODABLE, CAUSE_DAMAGED_UNPARSABLE, CAUSE_MISSING_NEWLINE, CAUSE_REJECTED,
+    CAUSE_UNDECODABLE, CAUSE_UNPARSABLE, Damage, Record, ScanReport, TornCause, Validator,
+    json_line, line_number, read_records, read_typed, read_typed_from, scan, scan_slice,
     scan_slice_parallel,
 };
 pub use time::utc_timestamp;

@@ -34,11 +34,23 @@
 //!
 //! `force` breaks any existing lock. Every broken lock is described by
 //! [`LockDir::broken`] so callers can report whose lock they broke.
+//!
+//! Two further departures from upstream, both about contention:
+//!
+//! * **A held lock is waited for.** [`LockDir::acquire_within`] retries a lock a
+//!   live writer holds, with a jittered backoff, for a bounded time (upstream
+//!   fails at once), so writers that merely overlap queue instead of failing.
+//! * **Breaking is rename-then-verify.** Upstream judges staleness from an
+//!   `owner.json` read earlier and then removes the directory, which can
+//!   remove the lock of a *newer*, live holder that took it meanwhile (the
+//!   owner judged dead had released it). Here the directory is renamed aside
+//!   first and removed only if it still holds the exact `owner.json` that was
+//!   judged; anything else is put back.
 
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use rustix::io::Errno;
 use rustix::process::{Pid, test_kill_process};
@@ -115,26 +127,56 @@ struct OwnerJson<'a> {
 
 impl LockDir {
     /// Acquires the lock directory `dir` (usually [`lock_path`]`(plan_dir)`)
-    /// for `identity` (DWP callers use e.g. `dwp-ledger/6.0 pid:N`).
-    ///
-    /// `now` is the current time; it is written to `owner.json` and used
-    /// for the staleness rules. With `force`, any existing lock is broken.
+    /// for `identity` (DWP callers use e.g. `dwp-ledger/6.0 pid:N`), failing at once if a
+    /// live writer holds it: [`LockDir::acquire_within`] with no wait.
     ///
     /// # Errors
     ///
-    /// [`Error::LockHeld`] if a live writer holds the lock;
-    /// [`Error::LockContended`] if the directory reappeared while a stale
-    /// lock was being broken; [`Error::Io`] for I/O failures.
+    /// As for [`LockDir::acquire_within`].
     pub fn acquire(
         dir: impl AsRef<Path>,
         identity: &str,
         now: SystemTime,
         force: bool,
     ) -> Result<Self, Error> {
+        Self::acquire_within(dir, identity, now, force, Duration::ZERO)
+    }
+
+    /// Acquires the lock directory `dir` for `identity`, waiting up to `wait` for a live
+    /// holder to release it.
+    ///
+    /// `now` is the current time; it is written to `owner.json` and, advanced by the time
+    /// spent waiting, used for the staleness rules. With `force`, any existing lock is broken.
+    /// While a live writer holds the lock the attempt is retried with a backoff (1 ms doubling
+    /// to 50 ms, with a jitter so that waiting writers do not retry in step) until `wait`
+    /// has passed.
+    ///
+    /// A stale lock is broken *atomically*: the lock directory is first renamed to a name of
+    /// our own, and only if the `owner.json` it then holds is byte for byte the one judged
+    /// stale is it removed. Otherwise a new holder took the lock between the judgement and
+    /// the rename, and its directory is put back (the rename is undone) before trying again,
+    /// so a live holder's lock is never removed on the strength of an older owner's file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LockHeld`] if a live writer still holds the lock after `wait`;
+    /// [`Error::LockContended`] if the directory kept changing hands while a stale lock was
+    /// being broken; [`Error::Io`] for I/O failures.
+    pub fn acquire_within(
+        dir: impl AsRef<Path>,
+        identity: &str,
+        now: SystemTime,
+        force: bool,
+        wait: Duration,
+    ) -> Result<Self, Error> {
         let dir = dir.as_ref().to_path_buf();
         let host = hostname();
+        let started = Instant::now();
         let mut broken = None;
-        for _ in 0..2 {
+        let mut breaks = 0;
+        let mut attempt = 0u32;
+        loop {
+            let now = now + started.elapsed();
             match fs::create_dir(&dir) {
                 Ok(()) => {
                     let owner = owner_json(identity, &host, now).at(&dir)?;
@@ -149,7 +191,8 @@ impl LockDir {
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
                 Err(error) => return Err(Error::io(dir, error)),
             }
-            let owner = read_owner(&dir);
+            let bytes = fs::read(dir.join(OWNER_FILE)).ok();
+            let owner = bytes.as_deref().and_then(parse_owner);
             let reason = if force {
                 BreakReason::Forced
             } else {
@@ -157,18 +200,24 @@ impl LockDir {
                     Verdict::Gone => continue,
                     Verdict::Stale(reason) => reason,
                     Verdict::Held { identity, started_ts } => {
-                        return Err(Error::LockHeld { path: dir, identity, started_ts });
+                        let elapsed = started.elapsed();
+                        if elapsed >= wait {
+                            return Err(Error::LockHeld { path: dir, identity, started_ts });
+                        }
+                        std::thread::sleep(backoff(attempt).min(wait - elapsed));
+                        attempt = attempt.saturating_add(1);
+                        continue;
                     }
                 }
             };
-            match fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(Error::io(dir, error)),
+            breaks += 1;
+            if breaks > 8 {
+                return Err(Error::LockContended { path: dir });
             }
-            broken = Some(describe(reason, owner.as_ref()));
+            if break_if_unchanged(&dir, bytes.as_deref())? {
+                broken = Some(describe(reason, owner.as_ref()));
+            }
         }
-        Err(Error::LockContended { path: dir })
     }
 
     /// The lock this acquisition broke, if any.
@@ -309,10 +358,57 @@ fn text_field(owner: &Value, key: &str) -> Option<String> {
     }
 }
 
-/// `owner.json` as a JSON object, or `None` if missing or unreadable.
-fn read_owner(dir: &Path) -> Option<Value> {
-    let bytes = fs::read(dir.join(OWNER_FILE)).ok()?;
-    serde_json::from_slice::<Value>(&bytes).ok().filter(Value::is_object)
+/// `owner.json`'s bytes as a JSON object, or `None` if they are not one.
+fn parse_owner(bytes: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<Value>(bytes).ok().filter(Value::is_object)
+}
+
+/// The pause before retry `attempt` of a held lock: 1 ms doubling to 50 ms, plus a jitter of
+/// up to half that from the process id and the attempt (no randomness source needed: what
+/// matters is that writers waiting together do not retry in step).
+fn backoff(attempt: u32) -> Duration {
+    let base = 1u64.checked_shl(attempt.min(6)).unwrap_or(64).min(50);
+    let salt = u64::from(std::process::id()).wrapping_mul(2_654_435_761) ^ u64::from(attempt);
+    let jitter_us = salt % (base * 500 + 1);
+    Duration::from_millis(base) + Duration::from_micros(jitter_us)
+}
+
+/// Breaks the lock at `dir` if it still is the one whose `owner.json` read `judged` (`None`:
+/// had none): renames the directory aside (atomic), compares, and removes it only on a match;
+/// otherwise puts it back. Returns whether a lock was broken (false: it had already gone, or
+/// it changed hands and was put back; the caller looks again).
+pub(crate) fn break_if_unchanged(dir: &Path, judged: Option<&[u8]>) -> Result<bool, Error> {
+    let mut aside = dir.as_os_str().to_owned();
+    aside.push(format!(".breaking-{}-{}", std::process::id(), unique()));
+    let aside = PathBuf::from(aside);
+    match fs::rename(dir, &aside) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(error) => return Err(Error::io(dir, error)),
+    }
+    let now_there = fs::read(aside.join(OWNER_FILE)).ok();
+    if now_there.as_deref() == judged {
+        match fs::remove_dir_all(&aside) {
+            Ok(()) => return Ok(true),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(error) => return Err(Error::io(aside, error)),
+        }
+    }
+    // A new holder took the lock after it was judged: give it back. Should a third writer
+    // have made a lock in the instant it was aside, two would think they hold it; the
+    // journal's own file lock still serialises their appends, and the displaced holder's
+    // release reports [`Error::LockLost`]. Its directory is then removed here, not left behind.
+    if fs::rename(&aside, dir).is_err() {
+        let _ = fs::remove_dir_all(&aside);
+    }
+    Ok(false)
+}
+
+/// A number no other call in this process returns (for unique side names).
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 fn owner_json(identity: &str, host: &str, now: SystemTime) -> io::Result<Vec<u8>> {

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::error::{Error, IoContext};
@@ -26,6 +26,14 @@ pub fn json_line(line: &[u8]) -> bool {
 pub const CAUSE_UNDECODABLE: &str = "undecodable bytes in final line";
 /// Cause text of a torn tail whose first bad line does not validate.
 pub const CAUSE_UNPARSABLE: &str = "final line does not parse (torn append)";
+/// Cause text of damage: a line that is not valid UTF-8 and is not a torn final line.
+pub const CAUSE_DAMAGED_UNDECODABLE: &str =
+    "undecodable bytes in a complete line (damage, not a torn append)";
+/// Cause text of damage: a line that does not parse and is not a torn final line.
+pub const CAUSE_DAMAGED_UNPARSABLE: &str =
+    "a complete line does not parse (damage, not a torn append)";
+/// Cause text of damage: a line that parses as JSON but the validator refuses.
+pub const CAUSE_REJECTED: &str = "a line parses but is not a valid record";
 /// Cause text of a final record that lost its framing newline.
 pub const CAUSE_MISSING_NEWLINE: &str =
     "final event complete, framing newline restored after an interrupted append";
@@ -35,8 +43,12 @@ pub const CAUSE_MISSING_NEWLINE: &str =
 pub enum TornCause {
     /// The line is not valid UTF-8 ([`CAUSE_UNDECODABLE`]).
     Undecodable,
-    /// The validator rejected the line ([`CAUSE_UNPARSABLE`]).
+    /// The line is not JSON at all (or, with a custom validator, the validator rejected it
+    /// and it does not parse as JSON either) ([`CAUSE_UNPARSABLE`]).
     Unparsable,
+    /// The line parses as JSON but the validator refuses it (say, a DWP event whose `seq` is
+    /// not a positive integer). Never a torn append: it is only ever [`Damage::Corrupt`].
+    Rejected,
 }
 
 impl TornCause {
@@ -45,6 +57,7 @@ impl TornCause {
         match self {
             Self::Undecodable => CAUSE_UNDECODABLE,
             Self::Unparsable => CAUSE_UNPARSABLE,
+            Self::Rejected => CAUSE_REJECTED,
         }
     }
 }
@@ -59,12 +72,9 @@ impl fmt::Display for TornCause {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Damage {
-    /// A line that is not a record. It and *everything after it* are not
-    /// part of the journal; the writer truncates the file at `byte_offset`.
-    ///
-    /// Usually this is the final line, torn by a crash mid-append, but a
-    /// corrupt line in the middle is treated the same way (upstream DWP
-    /// behaviour), which is why `discarded_bytes` is reported.
+    /// The final line, torn by a crash mid-append: it has no `\n` after it and it is not
+    /// JSON (or not UTF-8). It is not part of the journal; the writer truncates the file at
+    /// `byte_offset`, which discards exactly this line and nothing else.
     TornTail {
         /// Where the bad line starts (= the length after repair).
         byte_offset: u64,
@@ -80,6 +90,18 @@ pub enum Damage {
         /// The file length before the newline is restored (where it goes).
         byte_offset: u64,
     },
+    /// A line that is not a record and is *not* a torn final line: a line in the middle, a
+    /// final line that still has its `\n` (every writer puts the newline last, so a crash
+    /// cannot leave one behind a partial line), or a complete JSON line the validator refuses.
+    /// Nothing is repaired: [`Journal::open`](crate::Journal::open) refuses with
+    /// [`Error::Damaged`](crate::Error::Damaged) and readers report it, so no valid line after
+    /// it is ever cut. [`line_number`] gives its 1-based line number.
+    Corrupt {
+        /// Where the bad line starts.
+        byte_offset: u64,
+        /// Why the line is bad.
+        cause: TornCause,
+    },
 }
 
 impl Damage {
@@ -87,9 +109,9 @@ impl Damage {
     /// `journal_repair` event).
     pub fn byte_offset(&self) -> u64 {
         match *self {
-            Self::TornTail { byte_offset, .. } | Self::MissingNewline { byte_offset } => {
-                byte_offset
-            }
+            Self::TornTail { byte_offset, .. }
+            | Self::MissingNewline { byte_offset }
+            | Self::Corrupt { byte_offset, .. } => byte_offset,
         }
     }
 
@@ -99,7 +121,35 @@ impl Damage {
         match *self {
             Self::TornTail { cause, .. } => cause.as_str(),
             Self::MissingNewline { .. } => CAUSE_MISSING_NEWLINE,
+            Self::Corrupt { cause: TornCause::Undecodable, .. } => CAUSE_DAMAGED_UNDECODABLE,
+            Self::Corrupt { cause: TornCause::Unparsable, .. } => CAUSE_DAMAGED_UNPARSABLE,
+            Self::Corrupt { cause: TornCause::Rejected, .. } => CAUSE_REJECTED,
         }
+    }
+
+    /// True for damage no writer repairs ([`Damage::Corrupt`]).
+    pub fn is_corrupt(&self) -> bool {
+        matches!(self, Self::Corrupt { .. })
+    }
+}
+
+/// The 1-based line number of the line starting at `byte_offset` in `reader` (one plus the
+/// newlines before it): for reporting [`Damage::Corrupt`] by line, computed only when there
+/// is damage to report.
+///
+/// # Errors
+///
+/// Reading `reader` failed.
+pub fn line_number(reader: impl Read, byte_offset: u64) -> io::Result<u64> {
+    let mut reader = reader.take(byte_offset);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut lines = 1u64;
+    loop {
+        let n = reader.read(&mut buf)?;
+        if n == 0 {
+            return Ok(lines);
+        }
+        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
     }
 }
 
@@ -130,6 +180,9 @@ impl ScanReport {
             }
             Damage::MissingNewline { byte_offset } => {
                 Damage::MissingNewline { byte_offset: byte_offset + skip }
+            }
+            Damage::Corrupt { byte_offset, cause } => {
+                Damage::Corrupt { byte_offset: byte_offset + skip, cause }
             }
         });
         ScanReport {
@@ -288,7 +341,7 @@ struct Part {
     records: u64,
     /// Where the scan of the stretch stopped (its end, or the refused line).
     end: usize,
-    torn: Option<TornCause>,
+    torn: Option<BadLine>,
     ends_with_newline: bool,
 }
 
@@ -308,13 +361,15 @@ fn scan_part<'a>(
             None => (rest, rest.len(), false),
         };
         if !is_blank(line) {
-            let cause = match std::str::from_utf8(line) {
-                Err(_) => Some(TornCause::Undecodable),
-                Ok(text) if !on_line(offset as u64, text) => Some(TornCause::Unparsable),
+            let bad = match std::str::from_utf8(line) {
+                Err(_) => Some(BadLine::classify(line, framed, false)),
+                Ok(text) if !on_line(offset as u64, text) => {
+                    Some(BadLine::classify(line, framed, true))
+                }
                 Ok(_) => None,
             };
-            if cause.is_some() {
-                return Part { records, end: offset, torn: cause, ends_with_newline };
+            if bad.is_some() {
+                return Part { records, end: offset, torn: bad, ends_with_newline };
             }
             records += 1;
         }
@@ -341,11 +396,7 @@ fn merge_parts(len: usize, parts: impl IntoIterator<Item = Part>) -> ScanReport 
     }
     let (good_len, file_len) = (good_len as u64, len as u64);
     let damage = match torn {
-        Some(cause) => Some(Damage::TornTail {
-            byte_offset: good_len,
-            cause,
-            discarded_bytes: file_len - good_len,
-        }),
+        Some(bad) => Some(bad.damage(good_len, file_len - good_len)),
         None if !ends_with_newline => Some(Damage::MissingNewline { byte_offset: good_len }),
         None => None,
     };
@@ -424,14 +475,14 @@ pub(crate) fn scan_parsed<T>(
         let line = if framed { &buf[..n - 1] } else { &buf[..] };
         if !is_blank(line) {
             let parsed = if std::str::from_utf8(line).is_err() {
-                Err(TornCause::Undecodable)
+                Err(BadLine::classify(line, framed, false))
             } else {
-                parse(line).ok_or(TornCause::Unparsable)
+                parse(line).ok_or_else(|| BadLine::classify(line, framed, true))
             };
             match parsed {
                 Ok(value) => on_record(offset, line, value),
-                Err(cause) => {
-                    torn = Some((cause, n as u64));
+                Err(bad) => {
+                    torn = Some((bad, n as u64));
                     break;
                 }
             }
@@ -441,11 +492,10 @@ pub(crate) fn scan_parsed<T>(
         ends_with_newline = framed;
     }
     let (file_len, damage) = match torn {
-        Some((cause, bad_line_len)) => {
+        Some((bad, bad_line_len)) => {
             let rest = io::copy(&mut reader, &mut io::sink())?;
             let discarded_bytes = bad_line_len + rest;
-            let damage = Damage::TornTail { byte_offset: offset, cause, discarded_bytes };
-            (offset + discarded_bytes, Some(damage))
+            (offset + discarded_bytes, Some(bad.damage(offset, discarded_bytes)))
         }
         None if !ends_with_newline => {
             (offset, Some(Damage::MissingNewline { byte_offset: offset }))
@@ -453,4 +503,37 @@ pub(crate) fn scan_parsed<T>(
         None => (offset, None),
     };
     Ok(ScanReport { records, good_len: offset, file_len, damage })
+}
+
+/// The first line that is not a record, as the scan classifies it.
+#[derive(Debug, Clone, Copy)]
+struct BadLine {
+    cause: TornCause,
+    /// The torn final line of an interrupted append (the only kind a writer may cut).
+    torn: bool,
+}
+
+impl BadLine {
+    /// A line is a torn append only when nothing follows it (no `\n`: every writer writes the
+    /// newline last, in the same write) and it is not a complete JSON value (or not UTF-8).
+    /// Anything else is damage: a line in the middle, a terminated final line, or a complete
+    /// JSON line the validator refuses.
+    fn classify(line: &[u8], framed: bool, utf8: bool) -> BadLine {
+        let cause = if !utf8 {
+            TornCause::Undecodable
+        } else if json_line(line) {
+            TornCause::Rejected
+        } else {
+            TornCause::Unparsable
+        };
+        BadLine { cause, torn: !framed && cause != TornCause::Rejected }
+    }
+
+    fn damage(self, byte_offset: u64, discarded_bytes: u64) -> Damage {
+        if self.torn {
+            Damage::TornTail { byte_offset, cause: self.cause, discarded_bytes }
+        } else {
+            Damage::Corrupt { byte_offset, cause: self.cause }
+        }
+    }
 }

@@ -80,7 +80,7 @@ fn scan_reports_offsets_and_skips_blank_lines_like_upstream() {
 }
 
 #[test]
-fn scan_stops_at_the_first_bad_line_and_counts_discarded_bytes() {
+fn a_bad_middle_line_is_corrupt_not_torn() {
     let input = b"{\"a\":1}\n{\"b\":\n{\"c\":3}\n";
     let (seen, report) = scan_bytes(input);
     assert_eq!(seen.len(), 1);
@@ -89,24 +89,61 @@ fn scan_stops_at_the_first_bad_line_and_counts_discarded_bytes() {
     assert_eq!(report.file_len, input.len() as u64);
     assert_eq!(
         report.damage,
-        Some(Damage::TornTail {
-            byte_offset: 8,
-            cause: TornCause::Unparsable,
-            discarded_bytes: input.len() as u64 - 8,
-        })
+        Some(Damage::Corrupt { byte_offset: 8, cause: TornCause::Unparsable })
     );
+}
+
+/// The torn/corrupt decision, one row per shape: (tail after a good line, torn?, cause).
+#[test]
+fn only_an_unterminated_unparsable_final_line_is_torn() {
+    let rows: [(&[u8], bool, TornCause); 6] = [
+        (b"{\"b\":", true, TornCause::Unparsable),
+        (b"{\"b\":\n", false, TornCause::Unparsable),
+        (b"\xc3\x28", true, TornCause::Undecodable),
+        (b"\xc3\x28\n", false, TornCause::Undecodable),
+        (b"xyz\n{}\n", false, TornCause::Unparsable),
+        (b"xyz\n{", false, TornCause::Unparsable),
+    ];
+    for (tail, torn, cause) in rows {
+        let input = [&b"{}\n"[..], tail].concat();
+        let (_, report) = scan_bytes(&input);
+        let expected = if torn {
+            Damage::TornTail { byte_offset: 3, cause, discarded_bytes: tail.len() as u64 }
+        } else {
+            Damage::Corrupt { byte_offset: 3, cause }
+        };
+        assert_eq!(report.damage, Some(expected), "{:?}", String::from_utf8_lossy(tail));
+    }
+}
+
+#[test]
+fn a_json_line_the_validator_refuses_is_rejected_even_when_final_and_unterminated() {
+    let no_sevens: crate::Validator = |line| !line.contains(&b'7');
+    let report = scan_reader(&b"{}\n{\"seq\":7}"[..], no_sevens, |_, _| {}).unwrap();
+    assert_eq!(report.damage, Some(Damage::Corrupt { byte_offset: 3, cause: TornCause::Rejected }));
+    // Not JSON at all and unterminated: a torn append, whatever the validator.
+    let report = scan_reader(&b"{}\n{\"seq\":7"[..], no_sevens, |_, _| {}).unwrap();
+    assert!(matches!(report.damage, Some(Damage::TornTail { .. })), "{report:?}");
+}
+
+#[test]
+fn line_number_counts_newlines_before_the_offset() {
+    let input = b"a\n\nb\nc\n";
+    assert_eq!(crate::line_number(&input[..], 0).unwrap(), 1);
+    assert_eq!(crate::line_number(&input[..], 3).unwrap(), 3);
+    assert_eq!(crate::line_number(&input[..], 5).unwrap(), 4);
 }
 
 #[test]
 fn scan_checks_utf8_before_the_validator() {
     // accepts everything, so only the UTF-8 check can reject
-    let report = scan_reader(&b"ok\n\xc3\x28\n"[..], |_| true, |_, _| {}).unwrap();
+    let report = scan_reader(&b"ok\n\xc3\x28"[..], |_| true, |_, _| {}).unwrap();
     assert_eq!(
         report.damage,
         Some(Damage::TornTail {
             byte_offset: 3,
             cause: TornCause::Undecodable,
-            discarded_bytes: 3
+            discarded_bytes: 2
         })
     );
 }
@@ -158,4 +195,28 @@ fn error_messages() {
     assert_eq!(locked.to_string(), "/plan/journal.ndjson: journal is locked by another writer");
     let not_found = Error::io(&path, std::io::ErrorKind::NotFound.into());
     assert!(not_found.is_not_found());
+}
+
+/// Rename-then-verify: a lock is removed only if it still holds the owner that was judged
+/// stale; a lock that changed hands meanwhile is put back untouched, and nothing is left aside.
+#[test]
+fn breaking_a_lock_removes_only_the_owner_that_was_judged() {
+    use crate::lockdir::{OWNER_FILE, break_if_unchanged, lock_path};
+    let plan = tempfile::tempdir().unwrap();
+    let dir = lock_path(plan.path());
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join(OWNER_FILE), b"{\"pid\":2}").unwrap();
+    // Judged from the previous holder's file: the new holder's lock is put back.
+    assert!(!break_if_unchanged(&dir, Some(b"{\"pid\":1}")).unwrap());
+    assert_eq!(std::fs::read(dir.join(OWNER_FILE)).unwrap(), b"{\"pid\":2}");
+    // Judged without an owner file while one now exists: put back too.
+    assert!(!break_if_unchanged(&dir, None).unwrap());
+    assert!(dir.join(OWNER_FILE).exists());
+    // The very owner judged: removed.
+    assert!(break_if_unchanged(&dir, Some(b"{\"pid\":2}")).unwrap());
+    assert!(!dir.exists());
+    // Already gone: nothing to break.
+    assert!(!break_if_unchanged(&dir, Some(b"{\"pid\":2}")).unwrap());
+    let left: Vec<_> = std::fs::read_dir(plan.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -3,9 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod amend;
+mod contention;
 mod context;
 mod contract;
 mod crash;
+mod damage;
 mod delegate;
 mod evidence_paths;
 mod gates;

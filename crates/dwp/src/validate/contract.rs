@@ -1,7 +1,7 @@
 //! Contract validation (`contract_errors`) and the draft-only checks (`closure_errors`,
 //! `gate_command_errors`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use canonical_json::{Map, Number, Value};
 
@@ -600,6 +600,9 @@ fn tasks_errors(
         }
     };
     let mut by_id: Vec<(String, &Map)> = Vec::new();
+    // The ids seen so far, for the duplicate check (a scan of `by_id` made a chain of n tasks
+    // cost n^2 / 2 comparisons).
+    let mut seen: HashSet<&str> = HashSet::new();
     for (i, task) in tasks.iter().enumerate() {
         let path = format!("contract.tasks[{i}]");
         let Some(task) = task.as_object() else {
@@ -617,7 +620,7 @@ fn tasks_errors(
         if let Some(tid) = field_str(task, "id", Kind::StrAny, &path, errors) {
             if !is_task_id(tid) {
                 errors.push(format!("{path}.id: expected a 'T-<slug>' stable id"));
-            } else if by_id.iter().any(|(id, _)| id == tid) {
+            } else if !seen.insert(tid) {
                 errors.push(format!(
                     "{path}.id: duplicate task id {} - ids are stable and survive \
                      splits/reorders",
@@ -716,6 +719,9 @@ fn find_cycles(by_id: &[(String, &Map)], index: &BTreeMap<&str, usize>) -> Vec<V
     };
     let mut cycles = Vec::new();
     let mut state = vec![0u8; by_id.len()];
+    // Where each node sits on the current DFS path (a scan of the path per back edge was
+    // linear in the depth).
+    let mut on_path: Vec<Option<usize>> = vec![None; by_id.len()];
     for root in 0..by_id.len() {
         if state[root] != 0 {
             continue;
@@ -723,6 +729,7 @@ fn find_cycles(by_id: &[(String, &Map)], index: &BTreeMap<&str, usize>) -> Vec<V
         let mut stack: Vec<(usize, Vec<usize>, usize)> = vec![(root, children_of(root), 0)];
         state[root] = 1;
         let mut path = vec![root];
+        on_path[root] = Some(0);
         while let Some(top) = stack.len().checked_sub(1) {
             let mut advanced = None;
             loop {
@@ -730,7 +737,7 @@ fn find_cycles(by_id: &[(String, &Map)], index: &BTreeMap<&str, usize>) -> Vec<V
                 let Some(&child) = children.get(*pos) else { break };
                 *pos += 1;
                 if state[child] == 1 {
-                    if let Some(idx) = path.iter().position(|&p| p == child) {
+                    if let Some(idx) = on_path[child] {
                         let mut cycle: Vec<String> =
                             path[idx..].iter().map(|&n| by_id[n].0.clone()).collect();
                         cycle.push(by_id[child].0.clone());
@@ -744,12 +751,14 @@ fn find_cycles(by_id: &[(String, &Map)], index: &BTreeMap<&str, usize>) -> Vec<V
             match advanced {
                 Some(child) => {
                     state[child] = 1;
+                    on_path[child] = Some(path.len());
                     path.push(child);
                     stack.push((child, children_of(child), 0));
                 }
                 None => {
                     let (node, _, _) = stack[top];
                     state[node] = 2;
+                    on_path[node] = None;
                     stack.pop();
                     path.pop();
                 }
@@ -771,6 +780,8 @@ pub fn closure_errors(doc: &Value, warnings: &mut Vec<String>) -> Vec<String> {
             }
         }
     }
+    // The owned ids as a set (a scan per criterion cost criteria x intents).
+    let owned: HashSet<Option<String>> = owned_ids.iter().map(|o| o.map(owned_key)).collect();
     let criteria = obj
         .get("acceptance")
         .and_then(|a| a.get("criteria"))
@@ -783,11 +794,7 @@ pub fn closure_errors(doc: &Value, warnings: &mut Vec<String>) -> Vec<String> {
             continue;
         }
         let id = c.get("id");
-        let is_owned = owned_ids.iter().any(|o| match (o, id) {
-            (Some(a), Some(b)) => a == &b,
-            (None, None) => true,
-            _ => false,
-        });
+        let is_owned = owned.contains(&id.map(owned_key));
         if !is_owned {
             warnings.push(format!(
                 "contract.acceptance: {} is declared by no task gate_intent - no gate or \
@@ -818,6 +825,13 @@ pub fn closure_errors(doc: &Value, warnings: &mut Vec<String>) -> Vec<String> {
     errors
 }
 
+/// A criterion id as a set key: its canonical JSON text (equal values, equal keys).
+fn owned_key(value: &Value) -> String {
+    canonical_json::to_python_compact(value)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
 /// The gate-command head: basename of the first whitespace-separated word.
 pub fn command_head(check: &str) -> String {
     check
@@ -844,18 +858,19 @@ pub fn gate_command_errors(doc: &Value) -> Vec<String> {
         .and_then(|a| a.get("criteria"))
         .and_then(Value::as_array)
         .unwrap_or(&[]);
-    let accepts_observed = |id: Option<&Value>| {
-        criteria
-            .iter()
-            .rev()
-            .filter(|c| c.as_object().is_some())
-            .find(|c| c.get("id") == id)
-            .is_some_and(|c| {
-                c.get("accepted_evidence")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| a.iter().any(|l| l.as_str() == Some("observed")))
-            })
-    };
+    // The last criterion object per id decides (as the reverse search did), looked up once per
+    // intent instead of scanning the criteria for each.
+    let mut observed_by_id: HashMap<Option<String>, bool> = HashMap::new();
+    for c in criteria.iter().filter(|c| c.as_object().is_some()) {
+        let observed = c
+            .get("accepted_evidence")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|l| l.as_str() == Some("observed")));
+        observed_by_id.insert(c.get("id").map(owned_key), observed);
+    }
+    let accepts_observed =
+        |id: Option<&Value>| observed_by_id.get(&id.map(owned_key)).copied().unwrap_or(false);
+    let declared_set: HashSet<&str> = declared.iter().filter_map(|d| d.as_str()).collect();
     let mut sorted_declared: Vec<String> = declared.iter().map(|v| repr(v)).collect();
     sorted_declared.sort();
     for task in obj.get("tasks").and_then(Value::as_array).unwrap_or(&[]) {
@@ -868,7 +883,7 @@ pub fn gate_command_errors(doc: &Value) -> Vec<String> {
             }
             let check = intent.get("check").and_then(Value::as_str);
             let head = check.map(command_head).unwrap_or_default();
-            if !declared.iter().any(|d| d.as_str() == Some(head.as_str())) {
+            if !declared_set.contains(head.as_str()) {
                 let shown: String = check.unwrap_or("").chars().take(60).collect();
                 errors.push(format!(
                     "contract.tasks: {} {} check {} starts with {}, outside \

@@ -1,7 +1,7 @@
 //! Journal-event validation (`journal_event_errors`, `journal_errors`) and the `OK:` type
 //! counts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use canonical_json::{Map, Number, Value};
 
@@ -24,8 +24,53 @@ fn closed_event(event: &Map, extra: &[&str], errors: &mut Vec<String>) {
     closed(event, &known, "event", errors);
 }
 
+/// The contract's tasks by id with the criteria of their gate intents, built once so that
+/// validating a journal of E events against a contract of T tasks costs E + T, not E x T (a
+/// search of the task list per `gate_run` did).
+#[derive(Debug, Default)]
+pub struct TaskIndex<'a> {
+    /// Task id -> the canonical text of each gate-intent criterion (first task of an id wins,
+    /// as the search did).
+    tasks: HashMap<&'a str, HashSet<String>>,
+}
+
+impl<'a> TaskIndex<'a> {
+    /// The index of `contract`'s tasks (empty without a contract).
+    pub fn new(contract: Option<&'a Value>) -> TaskIndex<'a> {
+        let mut tasks: HashMap<&'a str, HashSet<String>> = HashMap::new();
+        let list = contract.and_then(|c| c.get("tasks")).and_then(Value::as_array);
+        for task in list.unwrap_or(&[]) {
+            let Some(id) = task.get("id").and_then(Value::as_str) else { continue };
+            if tasks.contains_key(id) {
+                continue;
+            }
+            let intents = task.get("gate_intent").and_then(Value::as_array).unwrap_or(&[]);
+            let criteria = intents.iter().filter_map(|i| i.get("criterion")).map(key).collect();
+            tasks.insert(id, criteria);
+        }
+        TaskIndex { tasks }
+    }
+}
+
+/// A JSON value as a set key: its canonical text (equal values, equal keys).
+fn key(value: &Value) -> String {
+    canonical_json::to_python_compact(value)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
 /// All validation errors of one journal event (`journal_event_errors`).
 pub fn journal_event_errors(event: &Value, contract: Option<&Value>) -> Vec<String> {
+    journal_event_errors_with(event, contract, &TaskIndex::new(contract))
+}
+
+/// [`journal_event_errors`] with the contract's [`TaskIndex`] built once by the caller (for
+/// validating many events).
+pub fn journal_event_errors_with(
+    event: &Value,
+    contract: Option<&Value>,
+    index: &TaskIndex<'_>,
+) -> Vec<String> {
     let mut errors = Vec::new();
     let Some(ev) = event.as_object() else {
         return vec!["journal event: expected a JSON object".to_owned()];
@@ -58,8 +103,15 @@ pub fn journal_event_errors(event: &Value, contract: Option<&Value>) -> Vec<Stri
         ));
         return errors;
     };
-    if !(is_int(ev.get("seq")) && int_ge(ev.get("seq"), 1)) {
-        errors.push("event.seq: expected an integer >= 1".to_owned());
+    // The one seq rule (`event::valid_seq`), which the writer and every reader share.
+    match crate::event::valid_seq(ev.get("seq")) {
+        Ok(_) => {}
+        Err(crate::event::SeqProblem::TooLarge) => errors.push(
+            "event.seq: expected an integer >= 1 that fits in 63 bits (at most \
+             9223372036854775807)"
+                .to_owned(),
+        ),
+        Err(_) => errors.push("event.seq: expected an integer >= 1".to_owned()),
     }
     if !ev.get("ts").and_then(Value::as_str).is_some_and(is_datetime) {
         errors.push(
@@ -113,7 +165,7 @@ pub fn journal_event_errors(event: &Value, contract: Option<&Value>) -> Vec<Stri
     match etype {
         "task_start" => v_task_start(ev, &mut errors),
         "approval" => v_approval(ev, &mut errors),
-        "gate_run" => v_gate_run(ev, &mut errors, contract),
+        "gate_run" => v_gate_run(ev, &mut errors, contract.map(|_| index)),
         "observation" => {
             closed_event(ev, &["statement", "trust", "evidence_path"], &mut errors);
             field(ev, "statement", Kind::Str, "event", &mut errors, false);
@@ -229,7 +281,7 @@ fn v_approval(ev: &Map, errors: &mut Vec<String>) {
     field(ev, "plan_digest", Kind::Hex64, "event", errors, false);
 }
 
-fn v_gate_run(ev: &Map, errors: &mut Vec<String>, contract: Option<&Value>) {
+fn v_gate_run(ev: &Map, errors: &mut Vec<String>, contract: Option<&TaskIndex<'_>>) {
     closed_event(
         ev,
         &[
@@ -265,22 +317,11 @@ fn v_gate_run(ev: &Map, errors: &mut Vec<String>, contract: Option<&Value>) {
     // (its v6 fixture carries the task since da57bb9e).
     let tid = task_field(ev, errors);
     if let (Some(contract), Some(tid), Some(criterion)) = (contract, tid, criterion) {
-        let task = contract
-            .get("tasks")
-            .and_then(Value::as_array)
-            .unwrap_or(&[])
-            .iter()
-            .find(|t| t.get("id").and_then(Value::as_str) == Some(tid.as_str()));
-        match task {
+        match contract.tasks.get(tid.as_str()) {
             None => errors
                 .push(format!("event.task: {} is not a task of this contract", repr_str(&tid))),
-            Some(task) => {
-                let declared = task
-                    .get("gate_intent")
-                    .and_then(Value::as_array)
-                    .unwrap_or(&[])
-                    .iter()
-                    .any(|i| i.get("criterion") == Some(criterion));
+            Some(criteria) => {
+                let declared = criteria.contains(&key(criterion));
                 if !declared {
                     errors.push(format!(
                         "event.criterion: {} is not declared in task {tid} gate_intent - a gate \
@@ -719,9 +760,10 @@ fn v_delegation(ev: &Map, errors: &mut Vec<String>) {
 /// Validates an event sequence: per-event errors plus strictly increasing `seq`.
 pub fn journal_errors(events: &[Value], contract: Option<&Value>) -> Vec<String> {
     let mut errors = Vec::new();
+    let index = TaskIndex::new(contract);
     let mut previous: Option<(f64, String)> = None;
     for (i, event) in events.iter().enumerate() {
-        for err in journal_event_errors(event, contract) {
+        for err in journal_event_errors_with(event, contract, &index) {
             errors.push(format!("journal line {}: {err}", i + 1));
         }
         if let Some(Value::Number(Number::Int(seq))) = event.get("seq") {

@@ -12,7 +12,9 @@ mod journal;
 mod schema;
 
 pub use contract::{closure_errors, command_head, contract_errors, gate_command_errors};
-pub use journal::{journal_errors, journal_event_errors, type_counts};
+pub use journal::{
+    TaskIndex, journal_errors, journal_event_errors, journal_event_errors_with, type_counts,
+};
 pub use schema::{
     ADAPTATION_FIELDS, ADAPTATION_KINDS, CAPABILITIES, CONTRACT_URL_V6, CONTRACT_URL_V7,
     EVENT_TYPES_V6, EVIDENCE_TYPES, EXECUTING_ACTORS, Generation, INTERVENTION_CATEGORIES,

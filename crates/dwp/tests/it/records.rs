@@ -215,3 +215,67 @@ fn an_approved_amendment_retires_earlier_control_pairs() {
     }
     assert_eq!(mechanism(&approved), "open (no in-window control pair)");
 }
+
+/// The one seq rule, shared by the writer, the readers and `verify`: a JSON integer from 1 to
+/// `i64::MAX`; the raw fast path of the compact parser agrees with the full one on every row.
+#[test]
+fn one_seq_rule_for_every_reader() {
+    use dwp::event::{Compact, SeqProblem, is_record, record, valid_seq};
+    let rows: [(&str, Result<i64, SeqProblem>); 12] = [
+        ("1", Ok(1)),
+        ("9223372036854775807", Ok(i64::MAX)),
+        ("9223372036854775808", Err(SeqProblem::TooLarge)),
+        ("123456789012345678901234567890", Err(SeqProblem::TooLarge)),
+        ("-9223372036854775809", Err(SeqProblem::NotPositive)),
+        ("0", Err(SeqProblem::NotPositive)),
+        ("-0", Err(SeqProblem::NotPositive)),
+        ("-1", Err(SeqProblem::NotPositive)),
+        ("1.5", Err(SeqProblem::NotInteger)),
+        ("1e3", Err(SeqProblem::NotInteger)),
+        ("1.0", Err(SeqProblem::NotInteger)),
+        ("\"7\"", Err(SeqProblem::NotInteger)),
+    ];
+    for (seq, expected) in rows {
+        let line = format!("{{\"type\":\"observation\",\"seq\":{seq}}}");
+        let value = canonical_json::parse(line.as_bytes()).unwrap();
+        assert_eq!(valid_seq(value.get("seq")), expected, "{seq}");
+        assert_eq!(Compact::parse(line.as_bytes()).unwrap().checked_seq(), expected, "{seq}");
+        assert_eq!(record(line.as_bytes()).is_some(), expected.is_ok(), "{seq}");
+        assert_eq!(is_record(line.as_bytes()), expected.is_ok(), "{seq}");
+    }
+    assert_eq!(valid_seq(None), Err(SeqProblem::Missing));
+    for line in ["[1]", "{}", "{\"seq\":1,\"seq\":2}", "{\"seq\":1"] {
+        assert!(record(line.as_bytes()).is_none() && !is_record(line.as_bytes()), "{line}");
+    }
+}
+
+/// Invariant findings read each invariant's latest evaluation from the statement forms
+/// `X: pass`, `X: fail`, `X: fail: …` (overlapping `: fail:` included), as a search per
+/// invariant would.
+#[test]
+fn invariant_findings_take_the_latest_evaluation_of_each_id() {
+    let contract =
+        parse(br#"{"invariants":[{"id":"A"},{"id":"A: fail"},{"id":"B"},{"id":"C"},{"id":"D"}]}"#)
+            .unwrap();
+    let obs = |seq: i64, st: &str| {
+        parse(format!(r#"{{"type":"observation","seq":{seq},"statement":"{st}"}}"#).as_bytes())
+            .unwrap()
+    };
+    let events = [
+        obs(1, "B: fail"),
+        obs(2, "A: fail: fail: why"),
+        obs(3, "B: pass"),
+        obs(4, "C: passed"),
+        obs(5, "D: pass"),
+    ];
+    let findings = dwp::projection::invariant_findings(&contract, &events, Some(5));
+    assert_eq!(
+        findings,
+        [
+            "A last evaluated at seq 2, before the task start 5",
+            "A: fail last evaluated at seq 2, before the task start 5",
+            "B last evaluated at seq 3, before the task start 5",
+            "C never evaluated",
+        ]
+    );
+}

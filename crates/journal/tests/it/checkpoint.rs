@@ -34,7 +34,7 @@ fn appends_keep_a_checkpoint_of_the_whole_file() {
     let hint = fs::read_to_string(hint_path(&path)).unwrap();
     let len = fs::metadata(&path).unwrap().len();
     let words: Vec<&str> = hint.split_whitespace().collect();
-    assert_eq!(words[0], "journal-checkpoint-v1");
+    assert_eq!(words[0], "journal-checkpoint-v2");
     assert_eq!(words[1], len.to_string());
     assert_eq!(words[2], "3");
     // The anchor is the last line.
@@ -43,6 +43,36 @@ fn appends_keep_a_checkpoint_of_the_whole_file() {
         .rposition(|b| *b == b'\n')
         .map_or(0, |at| at + 1);
     assert_eq!(words[3], last_line_start.to_string());
+}
+
+/// The hint is used while the file is untouched since it was written (its record count is
+/// taken as is), and not after any write: a same-length edit of a middle line that keeps the
+/// last line is found by the next writer, which refuses.
+#[test]
+fn a_checkpoint_is_used_until_the_file_is_written_to() {
+    let (_dir, path) = written(4);
+    let hint = fs::read_to_string(hint_path(&path)).unwrap();
+    let mut words: Vec<String> = hint.split_whitespace().map(str::to_owned).collect();
+    words[2] = "99".to_owned();
+    fs::write(hint_path(&path), words.join(" ") + "\n").unwrap();
+    let (journal, _) = Journal::open(&path, &checkpointed_at(&path)).unwrap();
+    assert_eq!(journal.records(), 99, "an untouched file: the hint is taken as is");
+    drop(journal);
+    fs::write(hint_path(&path), &hint).unwrap();
+    // Same length, same last line, a bad seq in the middle: only the stamp tells.
+    let bytes = fs::read(&path).unwrap();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let second = text.find("\n").unwrap() + 1;
+    let mut edited = bytes.clone();
+    edited[second] = b'x';
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &edited))
+        .unwrap();
+    assert_eq!(fs::metadata(&path).unwrap().len(), bytes.len() as u64);
+    let error = Journal::open(&path, &checkpointed_at(&path)).unwrap_err();
+    assert!(matches!(error, journal::Error::Damaged { line: 2, .. }), "{error}");
 }
 
 #[test]
@@ -72,9 +102,14 @@ fn a_stale_or_tampered_checkpoint_is_not_used() {
     edited[last] = b'x';
     fs::write(&path, &edited).unwrap();
     let full = scan(&path, json_line).unwrap();
-    let (_, report) = Journal::open(&path, &checkpointed_at(&path)).unwrap();
-    assert_eq!(report, full);
-    assert!(matches!(report.damage, Some(Damage::TornTail { .. })), "{report:?}");
+    assert!(matches!(full.damage, Some(Damage::Corrupt { .. })), "{full:?}");
+    let error = Journal::open(&path, &checkpointed_at(&path)).unwrap_err();
+    assert!(
+        matches!(error, journal::Error::Damaged { line: 4, byte_offset, .. }
+            if Some(byte_offset) == full.damage.map(|d| d.byte_offset())),
+        "{error}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), edited, "a damaged journal is never cut");
 
     // A truncated journal: the hint covers more than the file holds.
     let (_dir2, path2) = written(4);

@@ -229,3 +229,32 @@ fn an_unreadable_owner_is_held_until_the_directory_is_old() {
         assert_eq!(owner(&lock)["identity"], IDENTITY);
     }
 }
+
+/// A live holder is waited for: the lock is taken as soon as the holder releases it, within
+/// the bound; with no wait the same lock is refused at once.
+#[test]
+fn a_held_lock_is_waited_for_until_released() {
+    let (_dir, lock) = plan();
+    let holder = LockDir::acquire(&lock, IDENTITY, SystemTime::now(), false).unwrap();
+    let refused = LockDir::acquire(&lock, IDENTITY, SystemTime::now(), false).unwrap_err();
+    assert!(matches!(refused, Error::LockHeld { .. }), "{refused}");
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(150));
+        holder.release().unwrap();
+    });
+    let wait = Duration::from_secs(60);
+    let taken = LockDir::acquire_within(&lock, IDENTITY, SystemTime::now(), false, wait).unwrap();
+    released.join().unwrap();
+    assert_eq!(taken.broken(), None, "a released lock is taken, not broken");
+    taken.release().unwrap();
+}
+
+/// The wait is bounded: a holder that never releases is reported after the wait.
+#[test]
+fn the_wait_for_a_held_lock_is_bounded() {
+    let (_dir, lock) = plan();
+    let _holder = LockDir::acquire(&lock, IDENTITY, SystemTime::now(), false).unwrap();
+    let wait = Duration::from_millis(200);
+    let error = LockDir::acquire_within(&lock, IDENTITY, SystemTime::now(), false, wait);
+    assert!(matches!(error, Err(Error::LockHeld { .. })), "{error:?}");
+}

@@ -19,11 +19,8 @@ fn the_typed_reader_parses_each_record_once_and_reports_the_scanners_damage() {
     let mut seen = Vec::new();
     let report = read_typed(&path, seq, |offset, value| seen.push((offset, value))).unwrap();
     assert_eq!(seen, [(0, 1), (13, 2)]);
-    let torn = Damage::TornTail {
-        byte_offset: 23,
-        cause: TornCause::Unparsable,
-        discarded_bytes: bytes.len() as u64 - 23,
-    };
+    // A bad line in the middle: damage, not a torn tail.
+    let torn = Damage::Corrupt { byte_offset: 23, cause: TornCause::Unparsable };
     assert_eq!((report.records, report.good_len, report.damage), (2, 23, Some(torn)));
     // the same report as a scan whose validator is the parser
     fn validator(line: &[u8]) -> bool {
@@ -86,4 +83,46 @@ fn a_writer_visits_its_records_and_finds_the_last_one_from_the_tail() {
     });
     assert!(stopped.is_err());
     assert_eq!(calls, 1);
+}
+
+/// The tail read is linear in the line it reads: an 8 MiB final line (a read that copied the
+/// growing tail at every 4 KiB step moved about 8 GB for it) comes back whole, with the blank
+/// lines after it skipped and the line before it untouched.
+#[test]
+fn last_record_reads_a_long_final_line_whole() {
+    let (_dir, path) = journal_path();
+    let long = format!("{{\"seq\":2,\"pad\":\"{}\"}}", "x".repeat(8 << 20));
+    fs::write(&path, format!("{{\"seq\":1}}\n{long}\n  \n\n")).unwrap();
+    let (journal, report) = open(&path);
+    assert_eq!(report.damage, None);
+    let last = journal.last_record().unwrap().unwrap();
+    assert_eq!((last.offset, last.line.len()), (10, long.len()));
+    assert_eq!(last.line, long.as_bytes());
+}
+
+/// A final line over `MAX_LINE` is refused once that many bytes are read, not read whole
+/// (the sparse file costs no disk; a validator that accepts anything lets the writer open it).
+#[test]
+fn last_record_refuses_a_line_over_the_limit() {
+    let (_dir, path) = journal_path();
+    fs::write(&path, b"{}\n").unwrap();
+    let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.set_len(3 + journal::MAX_LINE + 1).unwrap();
+    drop(file);
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| {
+            use std::io::Write;
+            f.write_all(b"\n")
+        })
+        .unwrap();
+    let options = OpenOptions::new().validator(|_| true);
+    let (journal, _) = Journal::open(&path, &options).unwrap();
+    // (matched, not unwrapped: a wrongly returned record would print 64 MiB)
+    match journal.last_record() {
+        Err(journal::Error::LineTooLong { limit: journal::MAX_LINE, .. }) => {}
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(record) => panic!("read a line of {:?} bytes", record.map(|r| r.line.len())),
+    }
 }

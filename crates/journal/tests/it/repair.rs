@@ -7,6 +7,8 @@ use journal::{
     TornCause, json_line, read_records, scan,
 };
 
+use journal::Error;
+
 use crate::support::{journal_path, open};
 
 const GOOD: &[u8] = b"{\"seq\":1,\"type\":\"init\"}\n{\"seq\":2,\"type\":\"task_start\"}\n";
@@ -49,18 +51,12 @@ fn partial_json_tail_is_truncated() {
 }
 
 #[test]
-fn partial_json_tail_with_a_newline_is_truncated() {
-    assert_torn_tail_repaired(b"{\"seq\":3,\n", TornCause::Unparsable, CAUSE_UNPARSABLE);
-}
-
-#[test]
 fn invalid_utf8_tail_is_truncated() {
     assert_torn_tail_repaired(
         b"{\"seq\":3,\"note\":\"\xe2\x82",
         TornCause::Undecodable,
         CAUSE_UNDECODABLE,
     );
-    assert_torn_tail_repaired(b"\xff\xfe\xfd\n", TornCause::Undecodable, CAUSE_UNDECODABLE);
 }
 
 #[test]
@@ -73,26 +69,44 @@ fn cause_texts_are_upstreams() {
     );
 }
 
-/// Upstream-compatible: scanning stops at the first bad line, so a corrupt
-/// line in the middle discards every later line, even valid ones.
-#[test]
-fn corrupt_middle_line_discards_everything_after_it() {
+/// Writes `GOOD` + `bad` + `later`, and checks the writer refuses naming line 3 and its byte
+/// offset, while the file keeps every byte; a reader reports the same damage.
+fn assert_damage_refused(bad: &[u8], later: &[u8], cause: TornCause) {
     let (_dir, path) = journal_path();
-    let later = b"{\"seq\":4}\n{\"seq\":5}\n";
-    let corrupt = b"{\"seq\":3 CORRUPT\n";
-    fs::write(&path, [GOOD, corrupt, later].concat()).unwrap();
-    let (journal, report) = open(&path);
+    let contents = [GOOD, bad, later].concat();
+    fs::write(&path, &contents).unwrap();
+    let error = Journal::open(&path, &OpenOptions::new()).unwrap_err();
+    let at = GOOD.len() as u64;
+    match &error {
+        Error::Damaged { line, byte_offset, cause: text, .. } => {
+            assert_eq!((*line, *byte_offset), (3, at), "{error}");
+            assert_eq!(*text, Damage::Corrupt { byte_offset: at, cause }.cause());
+        }
+        other => panic!("expected Damaged, got {other:?}"),
+    }
+    assert!(error.to_string().contains("line 3 (byte "), "{error}");
+    assert_eq!(fs::read(&path).unwrap(), contents, "every byte kept");
+    let report = scan(&path, json_line).unwrap();
+    assert_eq!(report.damage, Some(Damage::Corrupt { byte_offset: at, cause }));
     assert_eq!(report.records, 2);
-    assert_eq!(
-        report.damage,
-        Some(Damage::TornTail {
-            byte_offset: GOOD.len() as u64,
-            cause: TornCause::Unparsable,
-            discarded_bytes: (corrupt.len() + later.len()) as u64,
-        })
-    );
-    assert_eq!(fs::read(&path).unwrap(), GOOD);
-    assert_eq!(journal.read_records().unwrap().len(), 2);
+}
+
+/// One bad line in the middle never deletes the valid lines after it (upstream truncates
+/// there, losing them): the writer refuses and the file keeps every byte.
+#[test]
+fn a_corrupt_middle_line_is_refused_and_every_byte_kept() {
+    let later = b"{\"seq\":4}\n{\"seq\":5}\n";
+    assert_damage_refused(b"{\"seq\":3 CORRUPT\n", later, TornCause::Unparsable);
+    assert_damage_refused(b"xyz\n", later, TornCause::Unparsable);
+    assert_damage_refused(b"{\"a\":\n", later, TornCause::Unparsable);
+    assert_damage_refused(b"\xff\xfe\n", later, TornCause::Undecodable);
+}
+
+/// A final line that kept its newline was written whole: not a torn append, so damage.
+#[test]
+fn a_terminated_bad_final_line_is_damage_not_a_torn_tail() {
+    assert_damage_refused(b"{\"seq\":3,\n", b"", TornCause::Unparsable);
+    assert_damage_refused(b"\xff\xfe\xfd\n", b"", TornCause::Undecodable);
 }
 
 #[test]

@@ -115,10 +115,15 @@ fn custom_validator_governs_scan_and_append() {
     append_raw(&path, b"[2]\n");
     // the default validator accepts the array, the custom one does not
     assert_eq!(scan(&path, json_line).unwrap().damage, None);
-    let (_, report) = Journal::open(&path, &options).unwrap();
-    assert_eq!(report.records, 1);
-    assert_eq!(report.damage.map(|damage| damage.byte_offset()), Some(9));
-    assert_eq!(fs::read(&path).unwrap(), b"{\"ok\":1}\n");
+    // ... and a complete JSON line it refuses is damage: refused, never cut.
+    let report = scan(&path, objects_only).unwrap();
+    assert_eq!(
+        report.damage,
+        Some(journal::Damage::Corrupt { byte_offset: 9, cause: journal::TornCause::Rejected })
+    );
+    let error = Journal::open(&path, &options).unwrap_err();
+    assert!(matches!(error, Error::Damaged { line: 2, byte_offset: 9, .. }), "{error}");
+    assert_eq!(fs::read(&path).unwrap(), b"{\"ok\":1}\n[2]\n");
 }
 
 #[test]

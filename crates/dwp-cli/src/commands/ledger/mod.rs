@@ -7,6 +7,7 @@ mod delegate;
 mod gate;
 mod journal;
 mod record;
+mod repair;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -26,6 +27,10 @@ pub(crate) struct LedgerArgs {
     /// Break the plan lock (only after verifying its writer is dead)
     #[arg(long, global = true)]
     force: bool,
+    /// How long to wait for a plan lock another live writer holds (seconds; default 30, 0
+    /// fails at once)
+    #[arg(long = "lock-wait", global = true, value_name = "SECS")]
+    lock_wait: Option<f64>,
     #[command(subcommand)]
     command: LedgerCommand,
 }
@@ -68,6 +73,9 @@ pub(crate) enum LedgerCommand {
     Amend(amend::AmendArgs),
     /// v7 delegation: launch, observe, collect, cancel (refusals recorded, exit 5)
     Delegate(delegate::DelegateArgs),
+    /// Remove damaged journal lines explicitly: the whole journal is set aside first and each
+    /// removal is recorded (a valid event is never removed)
+    Repair(repair::RepairArgs),
     /// Probe the writer on a scratch plan (prints `self-test: OK (N probes)`; needs no --plan)
     #[command(name = "self-test")]
     SelfTest,
@@ -77,6 +85,12 @@ pub(crate) enum LedgerCommand {
 pub(crate) fn run(args: LedgerArgs) -> ExitCode {
     if matches!(args.command, LedgerCommand::SelfTest) {
         return selftest::run(selftest::Group::Ledger);
+    }
+    if let Some(secs) = args.lock_wait {
+        match std::time::Duration::try_from_secs_f64(secs) {
+            Ok(wait) => plan::set_lock_wait(wait),
+            Err(_) => return exit::usage("--lock-wait takes a number of seconds >= 0"),
+        }
     }
     let Some(plan_arg) = args.plan.clone() else {
         if matches!(args.command, LedgerCommand::Materialize(_)) {
@@ -109,6 +123,7 @@ fn dispatch(plan_arg: &Path, force: bool, command: LedgerCommand) -> Result<Exit
         LedgerCommand::SelfTest => Ok(selftest::run(selftest::Group::Ledger)),
         LedgerCommand::Amend(args) => amend::run(plan_arg, args, human_marker),
         LedgerCommand::Delegate(args) => delegate::run(plan_arg, force, args),
+        LedgerCommand::Repair(args) => repair::run(plan_arg, force, args),
     }
 }
 
