@@ -637,6 +637,11 @@ fn a_second_signal_exits_at_once_while_shutdown_waits_for_an_answer() {
     let mut greedy = TcpStream::connect(addr).unwrap();
     let ask = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n".repeat(400);
     greedy.write_all(ask.as_bytes()).unwrap();
+    // The hub has started answering (on a loaded machine it may not have read the requests
+    // yet): one byte read, the rest left unread so its writes block.
+    greedy.set_read_timeout(Some(std::time::Duration::from_secs(120))).unwrap();
+    let mut one = [0u8; 1];
+    greedy.read_exact(&mut one).unwrap();
 
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
