@@ -637,11 +637,19 @@ fn a_second_signal_exits_at_once_while_shutdown_waits_for_an_answer() {
     let mut greedy = TcpStream::connect(addr).unwrap();
     let ask = "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n".repeat(400);
     greedy.write_all(ask.as_bytes()).unwrap();
-    // The hub has started answering (on a loaded machine it may not have read the requests
-    // yet): one byte read, the rest left unread so its writes block.
+    // Wait until the hub is stuck writing an answer (on a loaded machine it may not even have
+    // read the requests yet; between two pipelined answers the connection is not being
+    // answered, and a shutdown may close it): one byte read, then the bytes waiting in our
+    // receive queue must stop growing for a second, because both socket buffers are full.
     greedy.set_read_timeout(Some(std::time::Duration::from_secs(120))).unwrap();
     let mut one = [0u8; 1];
     greedy.read_exact(&mut one).unwrap();
+    let (mut last, mut same) = (0, 0);
+    while same < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let queued = rustix::io::ioctl_fionread(&greedy).unwrap();
+        if queued == last { same += 1 } else { (last, same) = (queued, 0) }
+    }
 
     let pid = rustix::process::Pid::from_child(&child);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
