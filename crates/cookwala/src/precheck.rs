@@ -114,9 +114,12 @@ fn first_refusal(ctx: &Context<'_>) -> Option<Refusal> {
         None => String::new(),
     };
     if !core.starts_with("0.2.") {
+        // Quoted up to 64 characters: a refusal does not echo a megabyte back (issue 22).
+        let shown: String = core.chars().take(64).collect();
+        let more = if shown.len() < core.len() { "…" } else { "" };
         return refusal(
             RefusalReason::UnsupportedVersion,
-            format!("core {core}; this executor speaks 0.2.x"),
+            format!("core {shown}{more}; this executor speaks 0.2.x"),
         );
     }
     let Some(recipe) = ctx.recipe else {

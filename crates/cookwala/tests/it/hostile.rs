@@ -115,3 +115,26 @@ fn confirmations_are_looked_up_not_searched() {
     let refusal = precheck(&ctx).unwrap().refusal.unwrap();
     assert_eq!(refusal.reason.as_str(), "not_authorized");
 }
+
+#[test]
+fn an_unsupported_core_is_quoted_by_a_short_prefix() {
+    // A body limit of version text comes back as 64 characters, not a megabyte.
+    let core = "9".repeat(BODY_LIMIT - 200);
+    let request = json(&format!(
+        r#"{{"core":"{core}","kind":"ExecuteRequest","id":"req-1","recipe":"cw:x:soup",
+        "recipeHash":"sha256:00","requestedBy":"user:a","idempotencyKey":"abcdefgh12"}}"#
+    ));
+    let now = parse_timestamp("2026-10-05T00:00:00Z").unwrap();
+    let ctx = Context {
+        request: &request,
+        recipe: None,
+        recalls: &[],
+        keys: None,
+        confirmed: &[],
+        busy: false,
+        now,
+    };
+    let refusal = precheck(&ctx).unwrap().refusal.unwrap();
+    assert_eq!(refusal.reason.as_str(), "unsupported_version");
+    assert_eq!(refusal.detail, format!("core {}…; this executor speaks 0.2.x", &core[..64]));
+}
