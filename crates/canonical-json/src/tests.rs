@@ -270,7 +270,7 @@ fn nested_out_of_order(levels: usize, leaf: usize) -> String {
 #[test]
 fn one_pass_reorders_move_each_byte_a_bounded_number_of_times() {
     // Issue 22: every level re-copied everything below it, n × depth bytes in all (32 GB for
-    // a 64 MiB document 512 levels deep). The moves now share a budget of twice the input.
+    // a 64 MiB document 512 levels deep). The moves now share a budget of 32 times the input.
     let limits = crate::Limits::default();
     for (levels, leaf) in [(1, 10), (2, 1000), (crate::DEFAULT_MAX_DEPTH, 1 << 20)] {
         let text = nested_out_of_order(levels, leaf);
