@@ -4,6 +4,10 @@
 #   fuzz/run.sh            # 60 s per target
 #   fuzz/run.sh 600        # 10 min per target
 #   TARGETS="parse" fuzz/run.sh 30
+#   UNIT_TIMEOUT=5 fuzz/run.sh   # libFuzzer's -timeout: a unit slower than this is a crash
+#
+# `-timeout` makes slowness a finding: issue 22's writer doubled its work per nesting level,
+# which no assertion caught; the `deep` target builds documents up to the parser's 512 levels.
 #
 # cargo-fuzz needs nightly-only flags (-Zsanitizer=address, ...): RUSTC_BOOTSTRAP=1 lets the
 # stable toolchain accept them. Crashes land in fuzz/artifacts/<target>/ (gitignored), the
@@ -14,7 +18,8 @@ set -euo pipefail
 SECONDS_PER_TARGET="${1:-60}"
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$FUZZ_DIR"
-TARGETS="${TARGETS:-parse jcs_roundtrip python_roundtrip}"
+TARGETS="${TARGETS:-parse jcs_roundtrip python_roundtrip deep}"
+UNIT_TIMEOUT="${UNIT_TIMEOUT:-10}"
 export RUSTC_BOOTSTRAP=1
 
 log() { printf 'fuzz: %s\n' "$*" >&2; }
@@ -58,7 +63,8 @@ status=0
 for target in $TARGETS; do
     log "running $target for ${SECONDS_PER_TARGET}s"
     # -print_final_stats prints the execution count; keep the log for the summary below.
-    if cargo fuzz run "$target" -- -max_total_time="$SECONDS_PER_TARGET" -print_final_stats=1 \
+    if cargo fuzz run "$target" -- -max_total_time="$SECONDS_PER_TARGET" -timeout="$UNIT_TIMEOUT" \
+        -print_final_stats=1 \
         2>&1 | tee "$FUZZ_DIR/target/$target.log" >&2; then
         log "$target: no crash"
     else
@@ -71,6 +77,6 @@ log "summary"
 for target in $TARGETS; do
     execs="$(grep -E '^stat::number_of_executed_units' "$FUZZ_DIR/target/$target.log" | awk '{print $2}' | tail -1)"
     cov="$(grep -oE 'cov: [0-9]+' "$FUZZ_DIR/target/$target.log" | tail -1)"
-    printf '%-18s executions=%s %s\n' "$target" "${execs:-?}" "${cov:-}"
+    printf '%-18s %ss executions=%s %s\n' "$target" "$SECONDS_PER_TARGET" "${execs:-?}" "${cov:-}"
 done
 exit "$status"

@@ -434,3 +434,72 @@ pub fn check_python(v: &Value) {
         assert_eq!(&parse(&bytes).expect("Python output does not re-parse"), v, "{format:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Deep shapes (issue 22).
+
+/// A JSON text nested up to the parser's 512 levels: each level is an array or an object
+/// whose members (keys biased to the characters where UTF-8 and UTF-16 order part) come in
+/// the order the fuzzer picks, so objects arrive out of order at every level. A writer that
+/// does more than linear work per level times out here (`fuzz/run.sh` sets `-timeout`).
+pub fn arbitrary_deep_text(u: &mut Unstructured<'_>) -> Result<String> {
+    const HIGH_KEYS: &[&str] = &["\u{e000}", "😀", "\u{ffff}", "\u{10000}", "a", "", "ｱ", "é"];
+    let levels = u.int_in_range(1..=510)?;
+    let leaf = arbitrary_string(u).map(|s| quoted(&s))?;
+    // Each level reuses one of a few small layouts, so a short input can describe 510 levels.
+    let layouts: Vec<(bool, Vec<String>, usize)> = (0..u.int_in_range(1..=4)?)
+        .map(|_| {
+            let object = u.arbitrary::<bool>()?;
+            let mut extra: Vec<String> = (0..u.int_in_range(0..=3)?)
+                .map(|_| {
+                    if u.ratio(2, 3)? {
+                        u.choose(HIGH_KEYS).map(|k| (*k).to_owned())
+                    } else {
+                        arbitrary_string(u)
+                    }
+                })
+                .collect::<Result<_>>()?;
+            // Distinct keys: a repeated one makes every level a duplicate-key error.
+            let mut seen = std::collections::BTreeSet::new();
+            extra.retain(|k| seen.insert(k.clone()));
+            let at = u.int_in_range(0..=extra.len())?;
+            Ok((object, extra, at))
+        })
+        .collect::<Result<_>>()?;
+    // Each level's text before and after the level inside it, joined once at the end (a
+    // level-by-level rebuild would make the generator itself quadratic in depth).
+    let (mut opens, mut closes) = (Vec::with_capacity(levels), Vec::with_capacity(levels));
+    for level in 0..levels {
+        let (object, extra, at) = &layouts[level % layouts.len()];
+        let member = |i: usize, k: &String| {
+            if *object { format!("{}:{i}", quoted(k)) } else { quoted(k) }
+        };
+        let mut open = String::from(if *object { "{" } else { "[" });
+        for (i, k) in extra[..*at].iter().enumerate() {
+            open.push_str(&member(i, k));
+            open.push(',');
+        }
+        if *object {
+            open.push_str(&quoted(&format!("n\u{e000}{level}")));
+            open.push(':');
+        }
+        let mut close = String::new();
+        for (i, k) in extra[*at..].iter().enumerate() {
+            close.push(',');
+            close.push_str(&member(i + at, k));
+        }
+        close.push(if *object { '}' } else { ']' });
+        opens.push(open);
+        closes.push(close);
+    }
+    let mut text: String = opens.iter().rev().map(String::as_str).collect();
+    text.push_str(&leaf);
+    closes.iter().for_each(|c| text.push_str(c));
+    Ok(text)
+}
+
+fn quoted(s: &str) -> String {
+    let mut out = Vec::new();
+    canonical_json::write_jcs_str(s, &mut out);
+    String::from_utf8(out).unwrap_or_default()
+}

@@ -7,7 +7,7 @@ use crate::scan::{STRING_STOP, stop_mask};
 use crate::value::{Finite, Integer, Map, Number, Value};
 use crate::write::{WriteError, to_jcs};
 
-mod jcs;
+pub(crate) mod jcs;
 mod skim;
 
 pub use skim::{Wanted, skim, skim_text};

@@ -224,3 +224,89 @@ fn utf16_order_agrees_with_transcoding_on_tricky_pairs() {
         }
     }
 }
+
+/// An output that counts every byte written to it, rewrites included: the linear-work checks
+/// of issue 22 assert on this count, not on time.
+#[derive(Default)]
+struct Counting {
+    bytes: Vec<u8>,
+    written: usize,
+}
+
+impl crate::parse::jcs::Out for Counting {
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    fn push(&mut self, byte: u8) {
+        self.written += 1;
+        self.bytes.push(byte);
+    }
+    fn extend(&mut self, bytes: &[u8]) {
+        self.written += bytes.len();
+        self.bytes.extend_from_slice(bytes);
+    }
+    fn truncate(&mut self, len: usize) {
+        self.bytes.truncate(len);
+    }
+    fn tail(&self, start: usize) -> &[u8] {
+        self.bytes.get(start..).unwrap_or_default()
+    }
+}
+
+/// `levels` objects, each inside the last, whose two keys are out of UTF-16 order as written
+/// (U+E000 sorts after 😀 in UTF-16, before it in UTF-8), around a `leaf`-byte string.
+fn nested_out_of_order(levels: usize, leaf: usize) -> String {
+    let mut text = String::new();
+    for i in 0..levels {
+        text.push_str(&format!("{{\"\u{e000}\":{i},\"😀\":"));
+    }
+    text.push('"');
+    text.push_str(&"x".repeat(leaf));
+    text.push('"');
+    text.push_str(&"}".repeat(levels));
+    text
+}
+
+#[test]
+fn one_pass_reorders_move_each_byte_a_bounded_number_of_times() {
+    // Issue 22: every level re-copied everything below it, n × depth bytes in all (32 GB for
+    // a 64 MiB document 512 levels deep). The moves now share a budget of 32 times the input.
+    let limits = crate::Limits::default();
+    for (levels, leaf) in [(1, 10), (2, 1000), (crate::DEFAULT_MAX_DEPTH, 1 << 20)] {
+        let text = nested_out_of_order(levels, leaf);
+        let input = text.as_bytes();
+        let result = crate::parse::jcs::write_jcs_bytes(input, limits, Counting::default());
+        let written = match result {
+            Ok(out) => {
+                let expected = to_jcs(&parse(input).unwrap_or(Value::Null)).unwrap_or_default();
+                assert_eq!(out.bytes, expected, "{levels} levels");
+                out.written
+            }
+            // Gave up: the budget was spent, and at most that much was written besides.
+            Err(_) => {
+                assert!(levels > 2, "{levels} levels gave up");
+                0
+            }
+        };
+        let bound = input.len() + crate::parse::jcs::reorder_budget(input.len());
+        assert!(written <= bound, "{levels} levels: {written} bytes written, bound {bound}");
+        // Either way `canonicalize` gives the two-step bytes.
+        let canonical = crate::canonicalize(input, limits).unwrap_or_default();
+        assert_eq!(canonical, to_jcs(&parse(input).unwrap_or(Value::Null)).unwrap_or_default());
+    }
+}
+
+#[test]
+fn one_pass_give_up_is_bounded_by_the_budget() {
+    // The written count stops near the budget even when the pass gives up: count it through
+    // a run that is bound to give up (512 levels, each moving the 1 MiB leaf again).
+    let text = nested_out_of_order(crate::DEFAULT_MAX_DEPTH, 1 << 20);
+    let input = text.as_bytes();
+    let mut counting = Counting::default();
+    // Drive the pass by hand to keep the counter when it gives up.
+    let outcome =
+        crate::parse::jcs::write_jcs_bytes(input, crate::Limits::default(), &mut counting);
+    assert!(outcome.is_err(), "512 out-of-order levels around 1 MiB must exceed the budget");
+    let bound = input.len() + crate::parse::jcs::reorder_budget(input.len()) + input.len();
+    assert!(counting.written <= bound, "{} bytes written, bound {bound}", counting.written);
+}

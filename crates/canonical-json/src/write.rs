@@ -103,22 +103,21 @@ fn jcs_object(
 ) -> Result<(), WriteError> {
     let depth = enter(depth)?;
     out.push(b'{');
-    let start = out.len();
     // The map's order (UTF-8 bytes) is UTF-16 order unless a key holds a character in
-    // U+E000..=U+FFFF or outside the BMP: write in map order, and start over in UTF-16 order
-    // only when such a key shows up (rarely), instead of looking at every key first.
+    // U+E000..=U+FFFF or outside the BMP. The order is decided before anything is written: a
+    // scan of the keys alone (linear in their bytes), then one write of each member. Writing in
+    // map order and starting over when such a key showed up wrote every level below again, so
+    // each level of nesting doubled the work (issue 22: 2^512 at the parser's depth limit).
+    let high = map.len() > 1 && map.keys().any(|k| has_high_lead(k.as_bytes()));
     let mut first = true;
-    let mut high = false;
-    for (k, v) in map {
-        high |= has_high_lead(k.as_bytes());
-        jcs_member(k, v, excluded, &mut first, out, depth)?;
-    }
-    if high && map.len() > 1 {
-        out.truncate(start);
+    if high {
         let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         entries.sort_by(|a, b| utf16_order(a.0, b.0));
-        let mut first = true;
         for (k, v) in entries {
+            jcs_member(k, v, excluded, &mut first, out, depth)?;
+        }
+    } else {
+        for (k, v) in map {
             jcs_member(k, v, excluded, &mut first, out, depth)?;
         }
     }

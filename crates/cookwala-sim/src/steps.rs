@@ -1,5 +1,7 @@
 //! Turning plan rows into executable step specifications (bands, set points, durations).
 
+use std::collections::HashMap;
+
 use canonical_json::Value;
 use cookwala::vocab::{Band, Vocabulary};
 
@@ -154,12 +156,18 @@ pub(crate) fn build(
     altitude_m: f64,
 ) -> Vec<StepSpec> {
     let nodes = recipe.pointer("/process/nodes").and_then(Value::as_array).unwrap_or_default();
+    // Each plan row's node by id, the first with that id as a search would find it: one index
+    // instead of a search per row, which made a long chain quadratic (issue 22).
+    let mut by_id: HashMap<&str, &Value> = HashMap::with_capacity(nodes.len());
+    for n in nodes {
+        if let Some(id) = n.get("id").and_then(Value::as_str) {
+            by_id.entry(id).or_insert(n);
+        }
+    }
     let bp = 100.0 - altitude_m / 300.0;
     plan.iter()
         .map(|row| {
-            let node = nodes
-                .iter()
-                .find(|n| n.get("id").and_then(Value::as_str) == Some(row.node.as_str()));
+            let node = by_id.get(row.node.as_str()).copied();
             let envelope = vocab.op(&row.op).and_then(|o| o.envelope.as_ref());
             let ladder = envelope.map_or_else(
                 || vec!["time".to_owned()],

@@ -345,9 +345,11 @@ impl<'a> PreparedRecipe<'a> {
 #[derive(Clone, Debug)]
 pub struct PreparedDevice<'a> {
     known_ops: Vec<u64>,
-    other_ops: Vec<&'a str>,
+    // Sets, not lists: a recipe's unknown ops were each searched for in a device's unknown
+    // ops, nodes times ops (issue 22).
+    other_ops: BTreeSet<&'a str>,
     known_sensors: Vec<u64>,
-    other_sensors: Vec<&'a str>,
+    other_sensors: BTreeSet<&'a str>,
 }
 
 fn bit(set: &[u64], i: usize) -> bool {
@@ -365,9 +367,9 @@ impl<'a> PreparedDevice<'a> {
     pub fn new(vocab: &Vocabulary, capabilities: &'a Value, now: Instant) -> PreparedDevice<'a> {
         let mut d = PreparedDevice {
             known_ops: vec![0; vocab.op_count().div_ceil(64)],
-            other_ops: Vec::new(),
+            other_ops: BTreeSet::new(),
             known_sensors: vec![0; vocab.sensor_count().div_ceil(64)],
-            other_sensors: Vec::new(),
+            other_sensors: BTreeSet::new(),
         };
         let list = capabilities.pointer("/capabilities/ops").and_then(Value::as_array);
         for op in
@@ -376,13 +378,17 @@ impl<'a> PreparedDevice<'a> {
             match vocab.op_resolved(op) {
                 Some((_, e, _)) if !e.executable => {}
                 Some((i, _, _)) => set_bit(&mut d.known_ops, i),
-                None => d.other_ops.push(op),
+                None => {
+                    d.other_ops.insert(op);
+                }
             }
         }
         for sensor in trusted_sensor_ids(capabilities, now) {
             match vocab.sensor_index(sensor) {
                 Some(i) => set_bit(&mut d.known_sensors, i),
-                None => d.other_sensors.push(sensor),
+                None => {
+                    d.other_sensors.insert(sensor);
+                }
             }
         }
         d
@@ -391,14 +397,14 @@ impl<'a> PreparedDevice<'a> {
     fn can(&self, node: &PreparedNode<'_>) -> bool {
         match node.op_index {
             Some(i) => bit(&self.known_ops, i),
-            None => self.other_ops.contains(&node.op),
+            None => self.other_ops.contains(node.op),
         }
     }
 
     fn trusts(&self, sensor: &str, index: Option<usize>) -> bool {
         match index {
             Some(i) => bit(&self.known_sensors, i),
-            None => self.other_sensors.contains(&sensor),
+            None => self.other_sensors.contains(sensor),
         }
     }
 }

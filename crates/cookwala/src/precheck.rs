@@ -114,9 +114,12 @@ fn first_refusal(ctx: &Context<'_>) -> Option<Refusal> {
         None => String::new(),
     };
     if !core.starts_with("0.2.") {
+        // Quoted up to 64 characters: a refusal does not echo a megabyte back (issue 22).
+        let shown: String = core.chars().take(64).collect();
+        let more = if shown.len() < core.len() { "…" } else { "" };
         return refusal(
             RefusalReason::UnsupportedVersion,
-            format!("core {core}; this executor speaks 0.2.x"),
+            format!("core {shown}{more}; this executor speaks 0.2.x"),
         );
     }
     let Some(recipe) = ctx.recipe else {
@@ -233,8 +236,11 @@ fn mandate_refusal(ctx: &Context<'_>) -> Option<Refusal> {
         }
     }
     let asked = ctx.request.get("x-cookwala-confirm-categories").and_then(Value::as_array);
+    // A set: both lists come from outside, and a search of one per item of the other was
+    // quadratic (issue 22).
+    let confirmed: BTreeSet<&str> = ctx.confirmed.iter().map(String::as_str).collect();
     for category in asked.unwrap_or_default().iter().filter_map(Value::as_str) {
-        if needs_confirmation.contains(category) && !ctx.confirmed.iter().any(|c| c == category) {
+        if needs_confirmation.contains(category) && !confirmed.contains(category) {
             return refusal(
                 RefusalReason::NotAuthorized,
                 format!(
@@ -345,33 +351,50 @@ pub fn looks_like_instruction(text: &str) -> bool {
 /// `x-cookwala-untrusted` included) and reports instruction-like text as findings.
 pub fn untrusted_findings(request: &Value, recipe: Option<&Value>) -> Vec<Finding> {
     let mut out = Vec::new();
-    let mut scan = |doc: &Value, place: &str| {
-        let mut stack: Vec<(String, &Value)> = vec![(String::new(), doc)];
-        while let Some((path, v)) = stack.pop() {
-            match v {
-                Value::String(s) if looks_like_instruction(s) => out.push(Finding {
-                    incident: "cw.incident.untrusted_instruction".into(),
-                    location: format!("{place}{path}"),
-                    action: "ignored_and_logged".into(),
-                }),
-                Value::Array(items) => {
-                    for (i, x) in items.iter().enumerate().rev() {
-                        stack.push((format!("{path}/{i}"), x));
-                    }
-                }
-                Value::Object(m) => {
-                    for (k, x) in m.iter().rev() {
-                        let key = k.replace('~', "~0").replace('/', "~1");
-                        stack.push((format!("{path}/{key}"), x));
-                    }
-                }
-                _ => {}
-            }
-        }
-    };
-    scan(request, "request");
+    // One path buffer for the whole walk, grown and cut back segment by segment: building each
+    // value's pointer afresh from its parent's cost the depth times every value (issue 22).
+    let mut path = String::new();
+    scan_strings(request, "request", &mut path, &mut out);
     if let Some(r) = recipe {
-        scan(r, "recipe");
+        path.clear();
+        scan_strings(r, "recipe", &mut path, &mut out);
     }
     out
+}
+
+/// Walks `v` (whose JSON pointer is `path`) for [`untrusted_findings`]. Recursion is bounded
+/// by the nesting a [`Value`] can have (the parser's limit, 512).
+fn scan_strings(v: &Value, place: &str, path: &mut String, out: &mut Vec<Finding>) {
+    let len = path.len();
+    match v {
+        Value::String(s) if looks_like_instruction(s) => out.push(Finding {
+            incident: "cw.incident.untrusted_instruction".into(),
+            location: format!("{place}{path}"),
+            action: "ignored_and_logged".into(),
+        }),
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                path.truncate(len);
+                path.push('/');
+                path.push_str(&i.to_string());
+                scan_strings(x, place, path, out);
+            }
+        }
+        Value::Object(m) => {
+            for (k, x) in m {
+                path.truncate(len);
+                path.push('/');
+                for c in k.chars() {
+                    match c {
+                        '~' => path.push_str("~0"),
+                        '/' => path.push_str("~1"),
+                        c => path.push(c),
+                    }
+                }
+                scan_strings(x, place, path, out);
+            }
+        }
+        _ => {}
+    }
+    path.truncate(len);
 }

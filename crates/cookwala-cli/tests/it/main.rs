@@ -5,6 +5,7 @@
 //! - `log`: sequencing, checkpoints, witnesses, hash_only payloads, torn tails.
 //! - `conformance`: the runner's text and JSON shapes and exit codes on the standard's vectors.
 //! - `demo`: the main job runs to completion.
+//! - `hostile`: worst shapes at the documented maxima, linear work (issue 22).
 //! - `cook`: the simulator end to end (completion, refusal, faults, JSON, plot).
 //! - `docs`: `validate`, `schema`, `migrate`, `logs export`.
 //! - `serve`: the hub binary on port 0: token file, auth, graceful SIGTERM.
@@ -20,6 +21,7 @@ mod cook;
 mod demo;
 mod docs;
 mod fleet;
+mod hostile;
 mod keys;
 mod log;
 mod profiles;

@@ -271,6 +271,9 @@ impl Simulation {
         };
         let has_motion = x.and_then(|m| m.get("motion")).and_then(Value::as_bool).unwrap_or(true);
         let trusted = cookwala::envelope::trusted_sensors(&config.device, now);
+        // One sensor per id (the first listed): a device listing one probe thousands of times
+        // made every tick read, search and summarise each copy against the others (issue 22).
+        let mut seen = std::collections::HashSet::new();
         let sensors = config
             .device
             .pointer("/capabilities/sensors")
@@ -279,6 +282,9 @@ impl Simulation {
             .iter()
             .filter_map(|s| {
                 let id = s.get("sensor")?.as_str()?;
+                if !seen.insert(id) {
+                    return None;
+                }
                 let acc = s.get("accuracy").and_then(Value::as_f64).unwrap_or(1.0).abs();
                 Some(SensorSpec {
                     id: id.to_owned(),

@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod faults;
+mod hostile;
 mod lifecycle;
 mod limits;
 

@@ -5,6 +5,8 @@
 mod documents;
 /// The dry run against the upstream sample bundle; the built-in limits pack.
 mod dryrun;
+/// Worst shapes at the documented maxima: linear work (issue 22).
+mod hostile;
 /// Key loaders and key files.
 mod keys;
 /// Property tests: verification never panics.
