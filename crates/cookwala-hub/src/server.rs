@@ -165,8 +165,14 @@ async fn connection(
             () = slot.close.notified() => break,
             _ = closing.changed(), if !graceful => {
                 graceful = true;
-                // Idle or half-sent: closed now, so it cannot hold the shutdown open.
-                if !shared.registry.is_busy(id) {
+                // No answer begun (a head or a body still arriving): closed now, so a half-sent
+                // request cannot hold the shutdown open. Otherwise hyper's own graceful
+                // shutdown decides, because only hyper knows whether an answer's bytes are
+                // still being written: the registry sees an answer as ended once its last
+                // frame is handed over, which may sit in the socket buffers of a client that
+                // is not reading. Hyper closes a connection with nothing left to write at
+                // once, and lets the rest finish within `--shutdown-grace`.
+                if shared.registry.never_answered(id) {
                     break;
                 }
                 conn.as_mut().graceful_shutdown();
@@ -371,6 +377,15 @@ impl Registry {
         Busy { registry: self.clone(), id }
     }
 
+    /// Still receiving its first request (or a request's body): no answer has begun on it.
+    fn never_answered(&self, id: u64) -> bool {
+        self.table()
+            .conns
+            .get(&id)
+            .is_none_or(|e| matches!(e.phase, Phase::Waiting(None) | Phase::Receiving))
+    }
+
+    #[cfg(test)]
     fn is_busy(&self, id: u64) -> bool {
         self.table()
             .conns

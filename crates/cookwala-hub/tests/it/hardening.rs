@@ -420,3 +420,25 @@ async fn the_hub_reads_the_time_of_day_from_its_clock() {
     let time = events[0].get("time").and_then(Value::as_str).unwrap();
     assert!(time.starts_with("2030-01-01T00:00:00"), "{time}");
 }
+
+/// Issue 22: the open `POST /v1/tools/hash` with an object holding a key outside UTF-8/UTF-16
+/// common order at every level, nested to the parser's limit. The writer that rewrote each
+/// object after its members doubled the work per level (2^250 here: it would never answer);
+/// the hash must also be the one the core computes.
+#[tokio::test]
+async fn the_hash_tool_is_linear_at_the_depth_limit_with_high_keys_at_every_level() {
+    let hub = open(HubConfig { max_body: 1 << 20, ..config() }).await.unwrap();
+    let app = app(hub);
+    for (levels, emoji) in [(250, "\u{1F600}"), (250, "\u{E000}"), (125, "\u{FFFD}")] {
+        let mut doc = String::from("1");
+        for i in 0..levels {
+            doc = format!(r#"[{{"k{i}":{doc},"{emoji}":{i}}}]"#);
+        }
+        let body = format!(r#"{{"doc":{{"d":{doc}}}}}"#);
+        let r = call(&app, open_post("/v1/tools/hash", None, &body)).await;
+        assert_eq!(r.status, StatusCode::OK, "{levels}: {:?}", r.body);
+        let parsed = canonical_json::parse(body.as_bytes()).unwrap();
+        let want = canonical_json::digest::document_hash(parsed.get("doc").unwrap()).unwrap();
+        assert_eq!(r.str("hash"), want, "{levels}");
+    }
+}
