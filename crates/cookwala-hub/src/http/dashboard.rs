@@ -34,7 +34,8 @@ use axum::routing::get;
 use canonical_json::{Map, Value};
 
 use crate::error::ApiError;
-use crate::http::authorize;
+use crate::http::tools::index;
+use crate::http::{authorize, json_response};
 use crate::service::Hub;
 use crate::storage::{Storage, StorageError, StoredEvent};
 
@@ -79,6 +80,11 @@ fn asset(text: &'static str, ty: &'static str) -> Response {
     res
 }
 
+/// The index at `/` (the page or the JSON index) and `/v1` (the JSON index).
+pub(crate) fn index_routes() -> Router<Hub> {
+    Router::new().route("/", get(root)).route("/v1", get(index))
+}
+
 /// True when the client prefers HTML: its `Accept` names `text/html` (browsers do; `curl` and
 /// the SDKs send `*/*` or a JSON type, and keep getting JSON).
 pub fn wants_html(headers: &HeaderMap) -> bool {
@@ -94,8 +100,7 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
 
 /// `GET /`: the page for browsers, the JSON index for everyone else.
 pub(crate) async fn root(State(hub): State<Hub>, headers: HeaderMap) -> Response {
-    let mut res =
-        if wants_html(&headers) { page() } else { crate::http::tools::index(State(hub)).await };
+    let mut res = if wants_html(&headers) { page() } else { index(State(hub)).await };
     res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
     res
 }
@@ -257,7 +262,7 @@ async fn list(
     rows.truncate(limit);
     let mut body = Map::new();
     body.insert("executions".into(), Value::Array(rows));
-    Ok(crate::http::tools::json_response(StatusCode::OK, &Value::Object(body)))
+    Ok(json_response(StatusCode::OK, &Value::Object(body)))
 }
 
 /// `GET /v1/executions/{id}/trace`.
@@ -296,5 +301,5 @@ async fn trace(
         }
         m.insert("next".into(), next.into());
     }
-    Ok(crate::http::tools::json_response(StatusCode::OK, &doc))
+    Ok(json_response(StatusCode::OK, &doc))
 }

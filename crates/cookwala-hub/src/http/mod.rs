@@ -34,7 +34,8 @@ mod incidents;
 pub(crate) mod recalls;
 pub(crate) mod tools;
 mod ws;
-use crate::service::executions::{Answer, Start, only_a_person, request_digest, stored_on};
+use crate::service::executions::{Start, only_a_person, stored_on};
+use crate::service::idempotency::{Answer, request_digest};
 use crate::service::{Device, Hub};
 use crate::storage::IdempotencyRecord;
 use crate::storage::jcs_text;
@@ -93,7 +94,7 @@ pub fn app(hub: Hub) -> Router {
         .route("/openapi.yaml", get(openapi))
         .route("/openapi.json", get(openapi))
         .route("/.well-known/cookwala.json", get(catalog::well_known))
-        .merge(crate::http::tools::index_routes())
+        .merge(dashboard::index_routes())
         .merge(events::routes())
         .merge(ws::routes())
         .merge(dashboard::routes())
@@ -208,6 +209,14 @@ struct ExecPath {
 pub(crate) fn doc_response(status: StatusCode, body: &Value) -> Response {
     let mut res = (status, jcs_text(body)).into_response();
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(COOKWALA_JSON));
+    res
+}
+
+/// A JSON answer that is not a Cookwala document (`application/json`): the index, the
+/// well-known document and the dashboard's lists.
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut res = (status, jcs_text(body)).into_response();
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     res
 }
 

@@ -15,8 +15,8 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::routing::{get, post};
 use canonical_json::{Finite, Map, Value};
 use cookwala::documents::{self, KINDS};
@@ -24,11 +24,9 @@ use cookwala::signature::SignedKind;
 use cookwala::vocab::{Band, Op, Vocabulary};
 
 use crate::error::ApiError;
-use crate::http::{doc_response, parse_object};
+use crate::http::catalog::{CORE_API_VERSION, published_keys};
+use crate::http::{doc_response, json_response, parse_object};
 use crate::service::Hub;
-
-/// The Core API version the hub speaks.
-pub const CORE_API_VERSION: &str = "0.2.0";
 
 /// The tools `POST /v1/tools/{tool}` runs.
 pub const TOOLS: [&str; 10] = [
@@ -47,8 +45,7 @@ pub const TOOLS: [&str; 10] = [
 /// Upstream tools of profiles this hub does not implement (501).
 pub const NOT_IMPLEMENTED: [&str; 0] = [];
 
-/// The tool routes, the index, `/v1/conformance` and `/.well-known/cookwala.json` (merged into
-/// [`crate::http::app`]).
+/// The tool routes (merged into [`crate::http::app`]).
 pub(crate) fn routes() -> Router<Hub> {
     Router::new()
         .route("/v1/tools/recipes", get(recipes))
@@ -72,18 +69,7 @@ struct ToolPath {
     tool: String,
 }
 
-/// The index at `/` and `/v1`.
-pub(crate) fn index_routes() -> Router<Hub> {
-    Router::new().route("/", get(crate::http::dashboard::root)).route("/v1", get(index))
-}
-
-/// A JSON answer that is not a Cookwala document (`application/json`).
-pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut res = (status, crate::storage::jcs_text(body)).into_response();
-    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    res
-}
-
+/// `GET /v1` (and `GET /` for clients that do not ask for HTML): the JSON index.
 pub(crate) async fn index(State(hub): State<Hub>) -> Response {
     let list = |items: &[&str]| Value::Array(items.iter().map(|s| Value::from(*s)).collect());
     let mut m = Map::new();
@@ -412,7 +398,7 @@ fn hash(args: &Value) -> Result<Value, ApiError> {
 fn verify(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
     let doc = required(args, "doc")?;
     let keys = match present(args, "keys") {
-        None => crate::http::catalog::published_keys(hub),
+        None => published_keys(hub),
         Some(v) => cookwala::KeySet::from_value(v)
             .map_err(|e| ApiError::bad_request(format!("keys: {e}")))?,
     };

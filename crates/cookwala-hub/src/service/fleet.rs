@@ -18,7 +18,7 @@ use canonical_json::{Map, Value};
 
 use crate::auth::{Principal, Role};
 use crate::error::ApiError;
-use crate::service::executions::Answer;
+use crate::service::idempotency::Answer;
 use crate::service::{Hub, recover_one};
 use crate::storage::{ExecutionRecord, FleetCommand, StorageError, jcs_text};
 

@@ -4,7 +4,7 @@ use canonical_json::{Map, Value};
 
 use crate::error::ApiError;
 use crate::service::Hub;
-use crate::service::executions::{Answer, hold_key, idem_record};
+use crate::service::idempotency::{Answer, hold_key, idem_record};
 use crate::storage::jcs_text;
 
 impl Hub {

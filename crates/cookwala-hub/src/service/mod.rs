@@ -15,6 +15,7 @@ use crate::outbox::Bus;
 mod bus;
 pub(crate) mod executions;
 pub(crate) mod fleet;
+pub(crate) mod idempotency;
 mod incidents;
 pub mod mqtt;
 pub(crate) mod recalls;

@@ -39,8 +39,8 @@ impl crate::service::Hub {
         doc: Value,
         id: String,
         issued: i64,
-    ) -> Result<(bool, crate::service::executions::Answer), crate::error::ApiError> {
-        use crate::service::executions::{Answer, hold_key, idem_record};
+    ) -> Result<(bool, crate::service::idempotency::Answer), crate::error::ApiError> {
+        use crate::service::idempotency::{Answer, hold_key, idem_record};
         use crate::storage::{Commit, NewRecall, jcs_text};
         let _hold = hold_key(self, &key).await;
         if let Some(rec) = self.stored_answer(&key, &digest).await? {
