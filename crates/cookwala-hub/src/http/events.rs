@@ -14,11 +14,11 @@
 //! **Filters.** `?type=<prefix>` keeps events whose type starts with the prefix
 //! (`cookwala.safety.`); `?subject=<id>` keeps one execution (or the device, for heartbeats).
 //!
-//! The stream always reads the outbox after its own position, woken after each commit, so a
-//! slow client misses nothing. It needs the bearer token like the other non-open endpoints, and
+//! The stream is a thin adapter over [`crate::outbox::subscription`], which reads the outbox
+//! after its own position, woken after each commit, so a slow client misses nothing. It needs the bearer token like the other non-open endpoints, and
 //! ends when the hub shuts down.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::error::ApiError;
-use crate::outbox::sse::{Filter, Stream};
+use crate::outbox::subscription::{Filter, Message, Subscription};
 use crate::service::Hub;
 
 /// The event routes (merged into [`crate::http::app`]).
@@ -47,23 +47,31 @@ async fn events(
     let slot = hub.inner.streams.take(&who, hub.inner.config.max_streams)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
     let (start, filter) = resume_point(&hub, &headers, &query).await?;
-    let bus = &hub.inner.bus;
-    let state = Stream {
-        committed: bus.committed(),
-        live: bus.live(),
-        closing: bus.closing(),
-        storage: hub.inner.storage.clone(),
-        position: start,
-        filter,
-        queue: VecDeque::new(),
-        _slot: slot,
-    };
-    let stream = futures_util::stream::unfold(state, |mut st| async move {
-        let event = st.next().await?;
-        Some((Ok::<Event, Infallible>(event), st))
+    let subscription =
+        Subscription::new(&hub.inner.bus, hub.inner.storage.clone(), start, filter, slot);
+    let stream = futures_util::stream::unfold(subscription, |mut sub| async move {
+        let message = sub.next().await?;
+        Some((Ok::<Event, Infallible>(sse_event(message)), sub))
     });
     let keep_alive = KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive");
     Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
+}
+
+/// True when `s` can go on an SSE field line (axum refuses newlines and NUL there).
+fn one_line(s: &str) -> bool {
+    !s.contains(['\n', '\r', '\0'])
+}
+
+/// One SSE message: `id:` (stored events only), `event:` and `data:` lines.
+fn sse_event(message: Message) -> Event {
+    let mut event = Event::default();
+    if let Some(id) = message.id.filter(|id| one_line(id)) {
+        event = event.id(id);
+    }
+    if one_line(&message.ty) {
+        event = event.event(message.ty);
+    }
+    event.data(message.body)
 }
 
 /// Where a stream starts and what it keeps: after the event named by `Last-Event-ID` (else
