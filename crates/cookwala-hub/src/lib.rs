@@ -54,7 +54,7 @@ pub use limits::{ConnLimits, MIN_HEADER_BYTES};
 pub use outbox::webhooks::{Webhook, WebhookPolicy};
 pub use outbox::{events, webhooks};
 pub use service::mqtt::{self, MqttConfig};
-pub use service::{Hub, HubConfig, HubError};
+pub use service::{Error as ServiceError, Hub, HubConfig, HubError};
 
 /// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock, the heartbeats
 /// and the webhook deliveries run meanwhile. Every connection is bounded by
@@ -74,7 +74,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_webhooks());
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
-    tasks.extend(hub.spawn_fleet());
+    tasks.extend(hub.spawn_fleet(http::problem_parts));
     let res = server::run(hub, listener, shutdown).await;
     for t in tasks {
         t.abort();

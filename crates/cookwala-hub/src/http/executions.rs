@@ -58,7 +58,9 @@ pub(super) async fn start(
             .ok_or_else(|| ApiError::bad_request("x-hub-human-present must be a boolean"))?,
     };
     if human_present && !who.is_person() {
-        return Err(only_a_person(&who, "say that a person is present (x-hub-human-present)"));
+        return Err(
+            only_a_person(&who, "say that a person is present (x-hub-human-present)").into()
+        );
     }
     // 2. version.
     let core = str_field(&doc, "core")?;
@@ -155,15 +157,17 @@ pub(super) async fn stop(
     Ok(respond(hub.stop(&id, &reason, key).await?, StatusCode::ACCEPTED))
 }
 
-pub(super) fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
-    let raw = headers.get(header::IF_MATCH).ok_or_else(ApiError::if_match_required)?;
+/// The seq `If-Match` names (`None` without the header: the service answers 428 once it knows
+/// the execution exists, so an unknown one is still a 404).
+pub(super) fn parse_if_match(headers: &HeaderMap) -> Option<String> {
+    let raw = headers.get(header::IF_MATCH)?;
     let text = raw.to_str().unwrap_or_default().trim();
     // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches. It is kept
     // whole, so it cannot equal a seq and the resume is a 412.
     if text.starts_with("W/") {
-        return Ok(text.to_owned());
+        return Some(text.to_owned());
     }
-    Ok(text.trim_matches('"').to_owned())
+    Some(text.trim_matches('"').to_owned())
 }
 
 pub(super) async fn resume(

@@ -31,6 +31,7 @@ mod documents;
 pub(crate) mod events;
 mod executions;
 mod incidents;
+mod problem;
 pub(crate) mod recalls;
 pub(crate) mod tools;
 mod ws;
@@ -43,6 +44,7 @@ use crate::storage::jcs_text;
 use documents::{capabilities, devices, openapi, safety_limits};
 use executions::{log, resume, start, status, stop};
 use incidents::incident;
+pub(crate) use problem::problem_parts;
 
 /// The media type of Cookwala bodies.
 pub const COOKWALA_JSON: &str = "application/vnd.cookwala+json";

@@ -7,11 +7,9 @@
 
 use std::sync::Arc;
 
-use axum::http::StatusCode;
 use canonical_json::Value;
 
-use crate::error::ApiError;
-use crate::service::Hub;
+use crate::service::{Error, Hub};
 use crate::storage::{IdempotencyRecord, jcs_text};
 
 /// What an operation answers: a fresh document, or the stored answer of an earlier request
@@ -46,14 +44,10 @@ pub(crate) fn idem_record(key: &str, digest: &str, status: u16, body: &Value) ->
 pub(crate) fn answered(
     rec: Option<IdempotencyRecord>,
     digest: &str,
-) -> Result<Option<IdempotencyRecord>, ApiError> {
+) -> Result<Option<IdempotencyRecord>, Error> {
     match rec {
         Some(rec) if rec.digest == digest => Ok(Some(rec)),
-        Some(_) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            "this Idempotency-Key was already used with a different request",
-        )),
+        Some(_) => Err(Error::KeyReused),
         None => Ok(None),
     }
 }

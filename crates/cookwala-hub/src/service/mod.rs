@@ -9,10 +9,12 @@ use cookwala_sim::{SimConfig, Simulation};
 use tokio::sync::Mutex;
 
 use crate::catalog::Catalog;
-use crate::error::ApiError;
 use crate::outbox::Bus;
 
+pub use error::Error;
+
 mod bus;
+mod error;
 pub(crate) mod executions;
 pub(crate) mod fleet;
 pub(crate) mod idempotency;
@@ -553,7 +555,7 @@ impl Hub {
     }
 
     /// Runs a storage call on the blocking pool.
-    pub(crate) async fn db<T, F>(&self, f: F) -> Result<T, ApiError>
+    pub(crate) async fn db<T, F>(&self, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
@@ -566,7 +568,7 @@ impl Hub {
     ///
     /// # Errors
     /// The storage fails (the simulations keep their state and are persisted next time).
-    pub async fn advance(&self, dt_ms: u64) -> Result<(), ApiError> {
+    pub async fn advance(&self, dt_ms: u64) -> Result<(), Error> {
         Ok(self.advance_raw(dt_ms).await?)
     }
 
