@@ -74,7 +74,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_webhooks());
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
-    tasks.extend(hub.spawn_fleet(http::problem_parts));
+    tasks.extend(hub.spawn_fleet());
     let res = server::run(hub, listener, shutdown).await;
     for t in tasks {
         t.abort();

@@ -44,7 +44,6 @@ use crate::storage::jcs_text;
 use documents::{capabilities, devices, openapi, safety_limits};
 use executions::{log, resume, start, status, stop};
 use incidents::incident;
-pub(crate) use problem::problem_parts;
 
 /// The media type of Cookwala bodies.
 pub const COOKWALA_JSON: &str = "application/vnd.cookwala+json";

@@ -68,8 +68,19 @@ impl From<service::Error> for ApiError {
     }
 }
 
+impl service::Hub {
+    /// Starts the fleet loop (nothing when the store is not shared): it keeps this replica's
+    /// device leases, ends the executions of a replica that died, runs the stops and resumes
+    /// other replicas hand over, and wakes the event streams when another replica commits.
+    ///
+    /// Defined here, beside the mapping it passes in, so that `service/` needs no `http/`.
+    pub fn spawn_fleet(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.spawn_fleet_with(problem_parts)
+    }
+}
+
 /// A service failure as the status and body a handed-over request answers with.
-pub(crate) fn problem_parts(e: service::Error) -> (u16, String) {
+fn problem_parts(e: service::Error) -> (u16, String) {
     let e = ApiError::from(e);
     (e.status.as_u16(), String::from_utf8_lossy(&e.body()).into_owned())
 }

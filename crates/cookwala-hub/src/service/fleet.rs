@@ -212,8 +212,10 @@ impl Hub {
         self.resume_here(&who, &device, id, key, if_match, &body).await
     }
 
-    /// Starts the fleet loop (nothing when the store is not shared).
-    pub fn spawn_fleet(&self, problem: Problem) -> Option<tokio::task::JoinHandle<()>> {
+    /// Starts the fleet loop (nothing when the store is not shared), answering handed-over
+    /// requests that fail with `problem` (the public `Hub::spawn_fleet`, in `http/problem.rs`,
+    /// passes the HTTP mapping).
+    pub(crate) fn spawn_fleet_with(&self, problem: Problem) -> Option<tokio::task::JoinHandle<()>> {
         let lease_ms = self.inner.storage.fleet()?.lease_ms();
         let hub = self.clone();
         Some(tokio::spawn(async move {
