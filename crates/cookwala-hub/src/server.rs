@@ -199,7 +199,7 @@ async fn handle(
         match tokio::time::timeout(shared.limits.body_timeout, read).await {
             Ok(Ok(collected)) => collected.to_bytes(),
             Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                return Ok(closing(crate::limits::too_large()));
+                return Ok(closing(crate::http::limits::too_large()));
             }
             Ok(Err(_)) => {
                 return Ok(closing(ApiError::bad_request("the request body could not be read")));

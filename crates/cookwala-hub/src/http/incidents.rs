@@ -34,7 +34,7 @@ pub(super) async fn incident(
     let key = who.scoped_key(&require_key(&headers)?);
     let doc = parse_object(&headers, &body)?;
     if who.scope == "open" {
-        crate::limits::anonymous_report_size(&doc)?;
+        crate::http::limits::anonymous_report_size(&doc)?;
     }
     let digest = request_digest("POST /v1/incidents", &body);
     let report = cookwala::documents::validate(

@@ -31,6 +31,7 @@ mod documents;
 pub(crate) mod events;
 mod executions;
 mod incidents;
+pub(crate) mod limits;
 mod problem;
 pub(crate) mod recalls;
 pub(crate) mod tools;
@@ -107,14 +108,14 @@ pub fn app(hub: Hub) -> Router {
                 "method not allowed",
             )
         })
-        .layer(axum::middleware::map_response(crate::limits::problem_413))
+        .layer(axum::middleware::map_response(limits::problem_413))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body));
     let router = if config.no_auth {
         router.layer(axum::middleware::from_fn(loopback_host))
     } else {
         router
     };
-    let router = match crate::limits::cors(&config.cors_origins) {
+    let router = match limits::cors(&config.cors_origins) {
         Some(cors) => router.layer(cors),
         None => router,
     };

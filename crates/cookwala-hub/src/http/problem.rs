@@ -79,6 +79,22 @@ impl service::Hub {
     }
 }
 
+impl From<crate::limits::StreamRefused> for ApiError {
+    fn from(e: crate::limits::StreamRefused) -> ApiError {
+        use crate::limits::StreamRefused as R;
+        let detail = match e {
+            R::TokenShare { mine } => format!(
+                "this token holds {mine} event streams already, the most one token may \
+                 (a quarter of serve --max-streams N)"
+            ),
+            R::Full { max } => {
+                format!("{max} event streams are open already (serve --max-streams N)")
+            }
+        };
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "too-many-streams", detail)
+    }
+}
+
 /// A service failure as the status and body a handed-over request answers with.
 fn problem_parts(e: service::Error) -> (u16, String) {
     let e = ApiError::from(e);
