@@ -29,7 +29,8 @@
 
 // Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
 // them (`auth`, `catalog`, `clock`, `conformance`, `error`, `identity`, `limits`, `openapi`,
-// `privacy`) call none of the layers. `server` (the accept loop) sits above `http`.
+// `privacy`) call none of the layers. The accept loop is `http/server`: everything that
+// speaks HTTP is under `http/`.
 pub mod auth;
 pub mod catalog;
 mod clock;
@@ -41,7 +42,6 @@ mod limits;
 pub mod openapi;
 pub mod outbox;
 pub mod privacy;
-mod server;
 mod service;
 pub mod storage;
 
@@ -75,7 +75,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
     tasks.extend(hub.spawn_fleet());
-    let res = server::run(hub, listener, shutdown).await;
+    let res = http::server::run(hub, listener, shutdown).await;
     for t in tasks {
         t.abort();
     }

@@ -122,7 +122,7 @@ impl RateWindow {
     }
 }
 
-/// What bounds a connection (enforced by the accept loop, `src/server.rs`): how long its parts
+/// What bounds a connection (enforced by the accept loop, `src/http/server.rs`): how long its parts
 /// may take, how large its head may be, and how many connections are open at once (`cookwala serve` flags of the same names).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnLimits {

@@ -34,6 +34,7 @@ mod incidents;
 pub(crate) mod limits;
 mod problem;
 pub(crate) mod recalls;
+pub(crate) mod server;
 pub(crate) mod tools;
 mod ws;
 use crate::service::executions::{Start, only_a_person, stored_on};
