@@ -28,14 +28,13 @@
 //! order. Heartbeats are live only (see the `bus` module).
 
 // Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
-// them (`auth`, `catalog`, `clock`, `conformance`, `error`, `identity`, `limits`, `openapi`,
+// them (`auth`, `catalog`, `clock`, `conformance`, `identity`, `limits`, `openapi`,
 // `privacy`) call none of the layers. The accept loop is `http/server`: everything that
 // speaks HTTP is under `http/`.
 pub mod auth;
 pub mod catalog;
 mod clock;
 pub mod conformance;
-pub mod error;
 mod http;
 pub mod identity;
 mod limits;
@@ -47,7 +46,7 @@ pub mod storage;
 
 pub use catalog::{Catalog, CatalogError};
 pub use clock::{Clock, SystemClock, note, unix_ms};
-pub use error::ApiError;
+pub use http::error::{self, ApiError};
 pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;
 pub use limits::{ConnLimits, MIN_HEADER_BYTES};

@@ -28,6 +28,7 @@ use crate::error::ApiError;
 pub(crate) mod catalog;
 mod dashboard;
 mod documents;
+pub mod error;
 pub(crate) mod events;
 mod executions;
 mod incidents;

@@ -337,7 +337,7 @@ pub(crate) struct Inner {
 /// memory. Oldest entries are dropped first once [`FinalStatuses::CAPACITY`] is reached.
 #[derive(Debug, Default)]
 pub(crate) struct FinalStatuses {
-    map: std::collections::HashMap<(String, String), (u64, axum::body::Bytes)>,
+    map: std::collections::HashMap<(String, String), (u64, bytes::Bytes)>,
     order: std::collections::VecDeque<(String, String)>,
 }
 
@@ -346,12 +346,12 @@ impl FinalStatuses {
     pub const CAPACITY: usize = 8192;
 
     /// The cached `(seq, JCS bytes)` of execution `id` as served for `device`.
-    pub fn get(&self, device: &str, id: &str) -> Option<(u64, axum::body::Bytes)> {
+    pub fn get(&self, device: &str, id: &str) -> Option<(u64, bytes::Bytes)> {
         self.map.get(&(device.to_owned(), id.to_owned())).cloned()
     }
 
     /// Remembers a final status.
-    pub fn put(&mut self, device: &str, id: &str, seq: u64, body: axum::body::Bytes) {
+    pub fn put(&mut self, device: &str, id: &str, seq: u64, body: bytes::Bytes) {
         let key = (device.to_owned(), id.to_owned());
         if self.map.insert(key.clone(), (seq, body)).is_none() {
             self.order.push_back(key);
@@ -856,7 +856,7 @@ mod final_status_tests {
     fn the_final_status_cache_is_bounded_and_keyed_by_device() {
         let mut c = FinalStatuses::default();
         for i in 0..FinalStatuses::CAPACITY + 10 {
-            c.put("hob", &format!("ex-{i}"), 3, axum::body::Bytes::from_static(b"{}"));
+            c.put("hob", &format!("ex-{i}"), 3, bytes::Bytes::from_static(b"{}"));
         }
         // The oldest entries went first; the newest are there.
         assert!(c.get("hob", "ex-0").is_none());
@@ -867,7 +867,7 @@ mod final_status_tests {
         // Another device's path does not see it.
         assert!(c.get("oven", &last).is_none());
         // Putting the same entry again does not grow the queue.
-        c.put("hob", &last, 3, axum::body::Bytes::from_static(b"{}"));
+        c.put("hob", &last, 3, bytes::Bytes::from_static(b"{}"));
         assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
     }
 }
