@@ -14,12 +14,12 @@ pub const CORE_API_VERSION: &str = "0.2.0";
 
 /// `GET /v1/conformance` (open): the claim built at start-up.
 pub(crate) async fn conformance(State(hub): State<Hub>) -> Response {
-    doc_response(StatusCode::OK, &hub.inner.conformance)
+    doc_response(StatusCode::OK, hub.conformance())
 }
 
 /// The keys the hub publishes: its own record first, then the trusted ones.
 pub(crate) fn published_keys(hub: &Hub) -> KeySet {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     let mut keys = KeySet::new();
     if let Some(k) = &config.key {
         keys.push(k.record());

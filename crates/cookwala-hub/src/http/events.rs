@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::error::ApiError;
-use crate::outbox::subscription::{Filter, Message, Subscription};
+use crate::outbox::subscription::{Filter, Message};
 use crate::service::Hub;
 
 /// The event routes (merged into [`crate::http::app`]).
@@ -44,11 +44,9 @@ async fn events(
     query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let who = crate::http::authenticate(&hub, &headers, crate::auth::Action::Read)?;
-    let slot = hub.inner.streams.take(&who, hub.inner.config.max_streams)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
     let (start, filter) = resume_point(&hub, &headers, &query).await?;
-    let subscription =
-        Subscription::new(&hub.inner.bus, hub.inner.storage.clone(), start, filter, slot);
+    let subscription = hub.subscribe(&who, start, filter)?;
     let stream = futures_util::stream::unfold(subscription, |mut sub| async move {
         let message = sub.next().await?;
         Some((Ok::<Event, Infallible>(sse_event(message)), sub))
@@ -93,21 +91,18 @@ pub(super) async fn resume_point(
         .map(str::to_owned)
         .or_else(|| query.get("after").filter(|v| !v.is_empty()).cloned());
     let start = match last {
-        Some(id) => {
-            let lookup = id.clone();
-            hub.db(move |s| s.event_position(&lookup)).await?.ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "unknown-event-id",
-                    format!(
-                        "no stored event has the id {}; reconnect without Last-Event-ID or \
+        Some(id) => hub.event_position(&id).await?.ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "unknown-event-id",
+                format!(
+                    "no stored event has the id {}; reconnect without Last-Event-ID or \
                          ?after=",
-                        crate::error::quote(&id)
-                    ),
-                )
-            })?
-        }
-        None => hub.db(|s| s.last_event_position()).await?,
+                    crate::error::quote(&id)
+                ),
+            )
+        })?,
+        None => hub.last_event_position().await?,
     };
     let filter = Filter {
         type_prefix: query.get("type").filter(|v| !v.is_empty()).cloned(),

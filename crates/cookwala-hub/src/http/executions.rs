@@ -107,20 +107,12 @@ pub(super) async fn status(
     Path(ExecPath { id }): Path<ExecPath>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    // A final status never changes: answer from memory when it was read before.
-    if let Some((seq, body)) = hub.finals().get(&device.id, &id) {
-        return Ok(stored_status_response(seq, body));
-    }
-    if let Some(status) = hub.live_status(&id, &device).await? {
-        return Ok(status_response(StatusCode::OK, &status));
-    }
-    // A stored status is already JCS: serve its bytes as they are.
-    let rec = stored_on(&hub, &id, &device).await?;
-    let body = axum::body::Bytes::from(rec.status);
-    if rec.is_final {
-        hub.finals().put(&device.id, &id, rec.seq, body.clone());
-    }
-    Ok(stored_status_response(rec.seq, body))
+    // A stored status is already JCS: its bytes are served as they are (a final one from the
+    // hub's memory once read: it never changes).
+    Ok(match hub.status_of(&id, &device).await? {
+        StatusView::Live(status) => status_response(StatusCode::OK, &status),
+        StatusView::Stored { seq, body } => stored_status_response(seq, body),
+    })
 }
 
 pub(super) fn stored_status_response(seq: u64, body: axum::body::Bytes) -> Response {

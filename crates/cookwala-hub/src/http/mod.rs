@@ -40,6 +40,7 @@ pub(crate) mod tools;
 mod ws;
 use crate::service::executions::{Start, only_a_person, stored_on};
 use crate::service::idempotency::{Answer, request_digest};
+use crate::service::reads::StatusView;
 use crate::service::{Device, Hub};
 use crate::storage::IdempotencyRecord;
 use crate::storage::jcs_text;
@@ -86,7 +87,7 @@ async fn known_device(
 
 /// The router for `hub`.
 pub fn app(hub: Hub) -> Router {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     let per_device = device_routes()
         .merge(shared_routes())
         .route_layer(axum::middleware::from_fn_with_state(hub.clone(), known_device));
@@ -262,7 +263,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The principal of a request that may carry a token but need not (open endpoints): its
 /// token's principal when it carries a known one, else an anonymous caller.
 pub(crate) fn caller(hub: &Hub, headers: &HeaderMap) -> Principal {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     if config.no_auth {
         return Principal::anonymous(Role::Owner);
     }
@@ -279,7 +280,7 @@ pub(crate) fn authenticate(
     headers: &HeaderMap,
     action: Action,
 ) -> Result<Principal, ApiError> {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     if config.no_auth {
         return Ok(Principal::anonymous(Role::Owner));
     }

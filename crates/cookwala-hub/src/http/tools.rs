@@ -76,7 +76,7 @@ pub(crate) async fn index(State(hub): State<Hub>) -> Response {
     m.insert("name".into(), "Cookwala hub (cookwala-rs)".into());
     m.insert("version".into(), env!("CARGO_PKG_VERSION").into());
     m.insert("core".into(), CORE_API_VERSION.into());
-    m.insert("device".into(), hub.inner.device_id.as_str().into());
+    m.insert("device".into(), hub.device_id().into());
     m.insert(
         "endpoints".into(),
         list(&[
@@ -101,7 +101,7 @@ pub(crate) async fn index(State(hub): State<Hub>) -> Response {
 async fn recipes(State(hub): State<Hub>) -> Result<Response, ApiError> {
     // Listed under the names the upstream hub uses (bundle key or file stem); the ids are
     // accepted at `/v1/tools/recipes/{id}` too.
-    let names = hub.inner.config.catalog.recipe_names();
+    let names = hub.config().catalog.recipe_names();
     let mut m = Map::new();
     m.insert("recipes".into(), Value::Array(names.into_iter().map(Value::from).collect()));
     Ok(doc_response(StatusCode::OK, &Value::Object(m)))
@@ -112,8 +112,7 @@ async fn recipe(
     Path(RecipePath { id }): Path<RecipePath>,
 ) -> Result<Response, ApiError> {
     let doc = hub
-        .inner
-        .config
+        .config()
         .catalog
         .recipe(&id)
         .cloned()
@@ -123,7 +122,7 @@ async fn recipe(
 
 /// `{devices: {id: capabilities}}`: every device of the catalog.
 async fn devices(State(hub): State<Hub>) -> Result<Response, ApiError> {
-    let catalog = &hub.inner.config.catalog;
+    let catalog = &hub.config().catalog;
     let devices: Map = catalog
         .device_ids()
         .filter_map(|id| catalog.device(id).map(|d| (id.to_owned(), d.clone())))
@@ -137,7 +136,7 @@ async fn devices(State(hub): State<Hub>) -> Result<Response, ApiError> {
 async fn vocab_ops(State(hub): State<Hub>) -> Result<Response, ApiError> {
     // The standard's file as it was loaded (`serve --vocab`), in its own order; else the
     // compiled-in vocabulary in the same shape.
-    match &hub.inner.config.vocab_ops {
+    match &hub.config().vocab_ops {
         Some(doc) => Ok(doc_response(StatusCode::OK, doc)),
         None => Ok(doc_response(StatusCode::OK, &ops_document(Vocabulary::builtin()))),
     }
@@ -242,7 +241,7 @@ fn exact_version(v: Option<&Value>) -> Option<&str> {
 /// declares (none when it declares no exact semver), `id` (the catalog id the other tools
 /// take) and `hash`, the Cookwala document hash a client puts in `recipeHash`.
 async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
-    let catalog = &hub.inner.config.catalog;
+    let catalog = &hub.config().catalog;
     let entry = |kind: &str, id: &str, url: String, doc: &Value| {
         let mut e = Map::new();
         e.insert("kind".into(), kind.into());
@@ -277,7 +276,7 @@ async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
     for id in catalog.device_ids() {
         if let Some(doc) = catalog.device(id) {
             let mut e = entry("capabilities", id, "/v1/tools/devices".to_owned(), doc);
-            if id == hub.inner.device_id {
+            if id == hub.device_id() {
                 e.insert("url".into(), "/v1/capabilities".into());
                 e.insert("served".into(), true.into());
             }
@@ -447,7 +446,7 @@ fn doc_or_id(
 /// `{state, plan, refusal?}` with the SafetyLimits the device enforces (the default pack for a
 /// device sent as a document); the device defaults to the one served at the root.
 fn dryrun(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
-    let catalog = &hub.inner.config.catalog;
+    let catalog = &hub.config().catalog;
     let recipe = doc_or_id(args, "recipe", "recipeId", |id| catalog.recipe(id).cloned(), "recipe")?
         .ok_or_else(|| ApiError::bad_request("missing recipe or recipeId"))?;
     let device = doc_or_id(args, "device", "deviceId", |id| catalog.device(id).cloned(), "device")?;

@@ -52,12 +52,10 @@ async fn events(
             format!("not a WebSocket upgrade: {e}"),
         )
     })?;
-    let slot = hub.inner.streams.take(&who, hub.inner.config.max_streams)?;
     let (start, filter) = super::events::resume_point(&hub, &headers, &query).await?;
     // The client sends nothing but control frames: its messages are kept small.
     let upgrade = upgrade.max_message_size(64 * 1024).max_frame_size(64 * 1024);
-    let subscription =
-        Subscription::new(&hub.inner.bus, hub.inner.storage.clone(), start, filter, slot);
+    let subscription = hub.subscribe(&who, start, filter)?;
     Ok(upgrade.on_upgrade(move |socket| stream(socket, subscription)))
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod fleet;
 pub(crate) mod idempotency;
 mod incidents;
 pub mod mqtt;
+pub(crate) mod reads;
 pub(crate) mod recalls;
 mod webhooks;
 use crate::identity::HubKey;
@@ -290,7 +291,7 @@ impl std::ops::DerefMut for LiveRun {
 /// The hub: cheap to clone (an `Arc`).
 #[derive(Clone, Debug)]
 pub struct Hub {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
@@ -366,7 +367,7 @@ impl FinalStatuses {
 
 impl Hub {
     /// The final-status cache (a poisoned lock is recovered: entries are immutable values).
-    pub(crate) fn finals(&self) -> std::sync::MutexGuard<'_, FinalStatuses> {
+    fn finals(&self) -> std::sync::MutexGuard<'_, FinalStatuses> {
         self.inner.finals.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -555,7 +556,7 @@ impl Hub {
     }
 
     /// Runs a storage call on the blocking pool.
-    pub(crate) async fn db<T, F>(&self, f: F) -> Result<T, Error>
+    async fn db<T, F>(&self, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
