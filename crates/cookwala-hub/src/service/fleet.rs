@@ -17,7 +17,7 @@ use canonical_json::{Map, Value};
 
 use crate::auth::{Principal, Role};
 use crate::service::idempotency::Answer;
-use crate::service::{Error, Hub, recover_one};
+use crate::service::{Error, Hub, Loss, recover_one};
 use crate::storage::{ExecutionRecord, FleetCommand, StorageError, jcs_text};
 
 /// How often the loop looks at the outbox and at commands for this replica.
@@ -337,7 +337,7 @@ impl Hub {
             let Some(f) = s.fleet() else { return Ok((Vec::new(), Vec::new())) };
             let mut ended = Vec::new();
             for rec in f.claim_orphans()? {
-                recover_one(s, &rec, &catalog, &device, now, "replica failover")?;
+                recover_one(s, &rec, &catalog, &device, now, Loss::Failover)?;
                 ended.push(rec.id);
             }
             Ok((ended, s.recalls()?))

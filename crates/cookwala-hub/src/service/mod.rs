@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use canonical_json::{Map, Value};
+use cookwala::execution::{ExecutionState, transition_allowed};
 use cookwala_sim::{SimConfig, Simulation};
 use tokio::sync::Mutex;
 
@@ -682,25 +683,59 @@ fn recover(
 ) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
     for rec in s.unfinished()? {
-        recover_one(s, &rec, catalog, device, now, "hub restart")?;
+        recover_one(s, &rec, catalog, device, now, Loss::Restart)?;
         ended.push(rec.id);
     }
     Ok(ended)
 }
 
+/// How an execution's simulation was lost, for its recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loss {
+    /// The hub process stopped while it was active (found at start-up).
+    Restart,
+    /// The replica running it stopped renewing its device lease (found by another replica).
+    Failover,
+}
+
+impl Loss {
+    /// The reason the recovery's events and the simulator's stop carry.
+    fn why(self) -> &'static str {
+        match self {
+            Loss::Restart => "hub restart",
+            Loss::Failover => "replica failover",
+        }
+    }
+
+    /// What the recovered log says happened.
+    fn explanation(self) -> &'static str {
+        match self {
+            Loss::Restart => {
+                "the hub stopped while this execution was active; on restart it was ended safely \
+                 (heat off, stopped) and not resumed"
+            }
+            Loss::Failover => {
+                "the hub replica running this execution stopped renewing its device lease; \
+                 another replica ended it safely (heat off, stopped) and did not resume it"
+            }
+        }
+    }
+}
+
 /// Ends one execution whose simulation is gone (a restart, or a replica that died): `stopped`,
-/// log outcome `aborted_safe`, never resumed. `why` goes into the events.
+/// log outcome `aborted_safe`, never resumed. The loss's reason goes into the events.
 pub(crate) fn recover_one(
     s: &dyn Storage,
     rec: &ExecutionRecord,
     catalog: &Catalog,
     device: &str,
     now: i64,
-    why: &str,
+    loss: Loss,
 ) -> Result<(), StorageError> {
+    let why = loss.why();
     let stamp = cookwala_sim::rfc3339_ms(now);
     let (status, seq) = recovered_status(rec, &stamp);
-    let log = recovered_log(rec, &stamp, now, catalog, why).map(|l| jcs_text(&l));
+    let log = recovered_log(rec, &stamp, now, catalog, loss).map(|l| jcs_text(&l));
     let events = recovered_events(rec, &status, seq, &stamp, device, why);
     let update = StatusUpdate {
         id: rec.id.clone(),
@@ -755,11 +790,12 @@ fn recovered_events(
 }
 
 fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
-    // accepted and stopping move to stopped in one step; the active states through stopping.
-    let steps = match rec.state.as_str() {
-        "accepted" | "stopping" => 1,
-        _ => 2,
-    };
+    // One step where the standard's state table allows `-> stopped` (accepted, stopping), two
+    // (through stopping) from the active states. A stored state the standard does not name
+    // (an unreadable row) takes two, like an active one: the safe reading.
+    let direct = ExecutionState::parse(&rec.state)
+        .is_some_and(|s| transition_allowed(s, ExecutionState::Stopped));
+    let steps = if direct { 1 } else { 2 };
     let seq = rec.seq + steps;
     let mut status = canonical_json::parse(rec.status.as_bytes()).unwrap_or(Value::Null);
     if let Some(m) = status.as_object_mut() {
@@ -787,12 +823,12 @@ fn recovered_log(
     stamp: &str,
     now_ms: i64,
     catalog: &Catalog,
-    why: &str,
+    loss: Loss,
 ) -> Option<Value> {
     let run = RunConfig::from_text(&rec.config)?;
     let config = run.sim_config(rec, catalog)?;
     let mut sim = Simulation::new(config).ok()?;
-    sim.stop(why);
+    sim.stop(loss.why());
     let mut log = sim.log()?;
     let m = log.as_object_mut()?;
     m.insert("endedAt".into(), stamp.into());
@@ -801,14 +837,7 @@ fn recovered_log(
     note.insert("lastState".into(), rec.state.as_str().into());
     note.insert("lastSeq".into(), rec.seq.into());
     note.insert("endedUnixMs".into(), now_ms.into());
-    let text = if why == "hub restart" {
-        "the hub stopped while this execution was active; on restart it was ended safely \
-         (heat off, stopped) and not resumed"
-    } else {
-        "the hub replica running this execution stopped renewing its device lease; another \
-         replica ended it safely (heat off, stopped) and did not resume it"
-    };
-    note.insert("why".into(), text.into());
+    note.insert("why".into(), loss.explanation().into());
     m.insert("x-hub".into(), Value::Object(note));
     Some(log)
 }
@@ -870,5 +899,45 @@ mod final_status_tests {
         // Putting the same entry again does not grow the queue.
         c.put("hob", &last, 3, bytes::Bytes::from_static(b"{}"));
         assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::{ExecutionRecord, recovered_status};
+
+    /// The steps a recovery takes come from the standard's state table: one where `-> stopped`
+    /// is a legal step, two (through `stopping`) otherwise, and two for a state it does not name.
+    #[test]
+    fn recovery_steps_follow_the_standards_state_table() {
+        for (state, steps) in [
+            ("accepted", 1),
+            ("stopping", 1),
+            ("preparing", 2),
+            ("running", 2),
+            ("paused", 2),
+            ("needs_human", 2),
+            ("not-a-state", 2),
+        ] {
+            let rec = ExecutionRecord {
+                id: "ex".into(),
+                request: "{}".into(),
+                config: "{}".into(),
+                status: r#"{"state":"x","seq":5}"#.into(),
+                seq: 5,
+                state: state.into(),
+                is_final: false,
+                log: None,
+                recipe_doc: None,
+                device_doc: None,
+                limits_doc: None,
+            };
+            let (status, seq) = recovered_status(&rec, "2026-01-01T00:00:00.000Z");
+            assert_eq!(seq, 5 + steps, "{state}");
+            assert_eq!(
+                status.get("state").and_then(canonical_json::Value::as_str),
+                Some("stopped")
+            );
+        }
     }
 }
