@@ -28,33 +28,32 @@
 //! order. Heartbeats are live only (see the `bus` module).
 
 // Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
-// them (`auth`, `catalog`, `clock`, `conformance`, `error`, `identity`, `limits`, `openapi`,
-// `privacy`) call none of the layers. `server` (the accept loop) sits above `http`.
+// them (`auth`, `catalog`, `clock`, `conformance`, `identity`, `limits`, `openapi`,
+// `privacy`) call none of the layers. The accept loop is `http/server`: everything that
+// speaks HTTP is under `http/`.
 pub mod auth;
 pub mod catalog;
 mod clock;
 pub mod conformance;
-pub mod error;
 mod http;
 pub mod identity;
 mod limits;
 pub mod openapi;
 pub mod outbox;
 pub mod privacy;
-mod server;
 mod service;
 pub mod storage;
 
 pub use catalog::{Catalog, CatalogError};
 pub use clock::{Clock, SystemClock, note, unix_ms};
-pub use error::ApiError;
+pub use http::error::{self, ApiError};
 pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;
 pub use limits::{ConnLimits, MIN_HEADER_BYTES};
 pub use outbox::webhooks::{Webhook, WebhookPolicy};
 pub use outbox::{events, webhooks};
 pub use service::mqtt::{self, MqttConfig};
-pub use service::{Hub, HubConfig, HubError};
+pub use service::{Error as ServiceError, Hub, HubConfig, HubError};
 
 /// Serves `hub` on `listener` until `shutdown` resolves; the simulated clock, the heartbeats
 /// and the webhook deliveries run meanwhile. Every connection is bounded by
@@ -75,7 +74,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
     tasks.extend(hub.spawn_fleet());
-    let res = server::run(hub, listener, shutdown).await;
+    let res = http::server::run(hub, listener, shutdown).await;
     for t in tasks {
         t.abort();
     }

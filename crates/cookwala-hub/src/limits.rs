@@ -1,41 +1,14 @@
-//! What bounds the cost of one request: the body limit's problem document, the caps on open
-//! event streams (overall and per principal), and the per-address rate of unauthenticated incident reports.
+//! The counted limits the hub's state keeps: the caps on open event streams (overall and per
+//! principal), the per-address rate of unauthenticated incident reports, and the connection
+//! limits ([`ConnLimits`]) the accept loop enforces.
 //!
-//! The connection limits ([`ConnLimits`]) are kept here too and enforced by the accept loop.
-//!
-//! Each request limit answers with a problem document (408, 413, 503, 429; hyper answers 431
-//! for an oversized head); only a connection over the connection budget is closed unanswered.
+//! No HTTP here: a refused stream is a [`StreamRefused`], which `http/problem.rs` answers as a
+//! 503 problem; the request-size limits (the body limit's 413, the anonymous report size) and
+//! CORS are in `http/limits.rs`.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-
-use crate::error::ApiError;
-
-/// Turns the body-limit rejection (axum's plain-text 413) into a problem document.
-pub(crate) async fn problem_413(res: Response) -> Response {
-    let plain = res.status() == StatusCode::PAYLOAD_TOO_LARGE
-        && res
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_none_or(|v| v != HeaderValue::from_static("application/problem+json"));
-    if !plain {
-        return res;
-    }
-    too_large().into_response()
-}
-
-/// The 413 problem for a body over `--max-body`.
-pub(crate) fn too_large() -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload-too-large",
-        "the request body is larger than this hub accepts (serve --max-body BYTES)",
-    )
-}
 
 /// The open event streams (SSE and WebSocket), counted overall and per principal.
 ///
@@ -57,6 +30,21 @@ struct Open {
 /// Places beyond `--max-streams` kept for owners holding no stream.
 pub(crate) const OWNER_RESERVE: usize = 4;
 
+/// Why a stream was refused a place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamRefused {
+    /// The token holds its share (a quarter of `--max-streams`) already.
+    TokenShare {
+        /// How many it holds.
+        mine: usize,
+    },
+    /// Every place is taken.
+    Full {
+        /// `--max-streams`.
+        max: usize,
+    },
+}
+
 /// One open event stream; dropping it frees its place.
 #[derive(Debug)]
 pub(crate) struct StreamSlot {
@@ -70,33 +58,25 @@ impl StreamSlots {
         self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A place for one more stream of `who` among at most `max`, or a 503 problem.
+    /// A place for one more stream of `who` among at most `max`.
+    ///
+    /// # Errors
+    /// `who` holds its share already, or every place is taken.
     pub(crate) fn take(
         self: &Arc<Self>,
         who: &crate::auth::Principal,
         max: usize,
-    ) -> Result<StreamSlot, ApiError> {
+    ) -> Result<StreamSlot, StreamRefused> {
         let mut open = self.open();
         let mine = open.by_principal.get(&who.scope).copied().unwrap_or(0);
         let per_principal = (max / 4).max(1);
         if mine >= per_principal {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too-many-streams",
-                format!(
-                    "this token holds {mine} event streams already, the most one token may \
-                     (a quarter of serve --max-streams N)"
-                ),
-            ));
+            return Err(StreamRefused::TokenShare { mine });
         }
         let owner_reserve =
             who.role == crate::auth::Role::Owner && mine == 0 && open.total < max + OWNER_RESERVE;
         if open.total >= max && !owner_reserve {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too-many-streams",
-                format!("{max} event streams are open already (serve --max-streams N)"),
-            ));
+            return Err(StreamRefused::Full { max });
         }
         open.total += 1;
         *open.by_principal.entry(who.scope.clone()).or_insert(0) += 1;
@@ -115,54 +95,6 @@ impl Drop for StreamSlot {
             }
         }
     }
-}
-
-/// The most bytes (JCS) an incident report sent without a token may take.
-pub(crate) const MAX_ANONYMOUS_REPORT: usize = 16 * 1024;
-
-/// The most bytes (JCS, keys included) its `x-` members may take together, at any depth.
-pub(crate) const MAX_ANONYMOUS_EXTENSIONS: usize = 2 * 1024;
-
-/// A 413 problem for an anonymous incident report over [`MAX_ANONYMOUS_REPORT`], or whose
-/// `x-` content is over [`MAX_ANONYMOUS_EXTENSIONS`]. Anyone may post one, ten a minute per
-/// address, kept for the retention period: without a bound a stranger could store the body
-/// limit each time. One pass over the document (an `x-` member is measured, not entered).
-///
-/// # Errors
-/// The 413 problem.
-pub(crate) fn anonymous_report_size(doc: &canonical_json::Value) -> Result<(), ApiError> {
-    fn extensions(v: &canonical_json::Value) -> usize {
-        use canonical_json::Value;
-        match v {
-            Value::Object(m) => m
-                .iter()
-                .map(
-                    |(k, v)| {
-                        if k.starts_with("x-") { k.len() + jcs_len(v) } else { extensions(v) }
-                    },
-                )
-                .sum(),
-            Value::Array(a) => a.iter().map(extensions).sum(),
-            _ => 0,
-        }
-    }
-    fn jcs_len(v: &canonical_json::Value) -> usize {
-        canonical_json::to_jcs(v).map_or(usize::MAX, |b| b.len())
-    }
-    let total = jcs_len(doc);
-    let ext = extensions(doc);
-    if total > MAX_ANONYMOUS_REPORT || ext > MAX_ANONYMOUS_EXTENSIONS {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "report-too-large",
-            format!(
-                "an incident report sent without a token may take {MAX_ANONYMOUS_REPORT} bytes, \
-                 {MAX_ANONYMOUS_EXTENSIONS} of them in x- members (this one: {total}, {ext}); \
-                 send a token to report more"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// Counts per client address within one minute (fixed windows; the map is cleared each
@@ -190,38 +122,8 @@ impl RateWindow {
     }
 }
 
-/// The CORS layer for `origins` (`*` allows any origin); `None` when no origin is allowed.
-/// Preflights are answered for the Core methods and the headers clients send; `ETag` is
-/// exposed so a browser client can send it back in `If-Match`.
-pub(crate) fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
-    use axum::http::{HeaderName, Method};
-    use tower_http::cors::{AllowOrigin, CorsLayer};
-    if origins.is_empty() {
-        return None;
-    }
-    let allow = if origins.iter().any(|o| o == "*") {
-        AllowOrigin::any()
-    } else {
-        AllowOrigin::list(origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()))
-    };
-    Some(
-        CorsLayer::new()
-            .allow_origin(allow)
-            .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-            .allow_headers([
-                header::AUTHORIZATION,
-                header::CONTENT_TYPE,
-                HeaderName::from_static("idempotency-key"),
-                header::IF_MATCH,
-                HeaderName::from_static("last-event-id"),
-            ])
-            .expose_headers([header::ETAG, HeaderName::from_static("idempotent-replayed")])
-            .max_age(std::time::Duration::from_secs(600)),
-    )
-}
-
-/// What bounds a connection (enforced by the accept loop, `src/server.rs`): how long its parts may take, how large its head may be, and how
-/// many connections are open at once (`cookwala serve` flags of the same names).
+/// What bounds a connection (enforced by the accept loop, `src/http/server.rs`): how long its parts
+/// may take, how large its head may be, and how many connections are open at once (`cookwala serve` flags of the same names).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnLimits {
     /// Connections open at once (`--max-connections`); keep it below the file limit.

@@ -14,7 +14,7 @@
 //!   updatedAt, createdAt, recipe?, humanNeeded?, event}]}`. It is read from the newest part
 //!   of the event outbox (the `accepted`/`refused` event of each execution; `event` is its id,
 //!   from which `GET /cookwala/v1/events?after=` replays), looking back at most
-//!   [`MAX_SCAN`] events, plus every live execution however old.
+//!   `MAX_SCAN` (16,384) events, plus every live execution however old.
 //! - `GET /v1/executions/{id}/trace[?from=N]` (bearer, read): a live execution's readings
 //!   against each step's envelope band (the data of `cookwala cook --plot`): `{id, device,
 //!   state, seq, sensors, steps: [{node, op, startMs, endMs, bandC?, targetC?, medium?}],
@@ -34,9 +34,10 @@ use axum::routing::get;
 use canonical_json::{Map, Value};
 
 use crate::error::ApiError;
-use crate::http::authorize;
+use crate::http::tools::index;
+use crate::http::{authorize, json_response};
 use crate::service::Hub;
-use crate::storage::{Storage, StorageError, StoredEvent};
+use crate::storage::StoredEvent;
 
 /// The page, embedded at build time.
 pub const PAGE: &str = include_str!("dashboard/index.html");
@@ -46,9 +47,6 @@ pub const STYLE: &str = include_str!("dashboard/dashboard.css");
 
 /// The page's script.
 pub const SCRIPT: &str = include_str!("dashboard/dashboard.js");
-
-/// The most outbox events `GET /v1/executions` reads back.
-pub const MAX_SCAN: u64 = 16_384;
 
 /// The default and the largest `limit` of `GET /v1/executions`.
 const DEFAULT_LIMIT: usize = 50;
@@ -79,6 +77,11 @@ fn asset(text: &'static str, ty: &'static str) -> Response {
     res
 }
 
+/// The index at `/` (the page or the JSON index) and `/v1` (the JSON index).
+pub(crate) fn index_routes() -> Router<Hub> {
+    Router::new().route("/", get(root)).route("/v1", get(index))
+}
+
 /// True when the client prefers HTML: its `Accept` names `text/html` (browsers do; `curl` and
 /// the SDKs send `*/*` or a JSON type, and keep getting JSON).
 pub fn wants_html(headers: &HeaderMap) -> bool {
@@ -94,8 +97,7 @@ pub fn wants_html(headers: &HeaderMap) -> bool {
 
 /// `GET /`: the page for browsers, the JSON index for everyone else.
 pub(crate) async fn root(State(hub): State<Hub>, headers: HeaderMap) -> Response {
-    let mut res =
-        if wants_html(&headers) { page() } else { crate::http::tools::index(State(hub)).await };
+    let mut res = if wants_html(&headers) { page() } else { index(State(hub)).await };
     res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
     res
 }
@@ -125,46 +127,6 @@ struct TraceQuery {
 #[derive(Debug, serde::Deserialize)]
 struct TracePath {
     id: String,
-}
-
-/// Types of the event that reports a new execution.
-fn is_created(ty: &str) -> bool {
-    ty == crate::outbox::events::ACCEPTED || ty == crate::outbox::events::REFUSED
-}
-
-/// The execution-creating events among the newest outbox events, newest first: at most
-/// `limit`, looking back over at most [`MAX_SCAN`] events (a window that doubles from 1024
-/// until it holds `limit` of them).
-fn recent_created(s: &dyn Storage, limit: usize) -> Result<Vec<StoredEvent>, StorageError> {
-    let mut hi = s.last_event_position()?;
-    let (mut span, mut scanned) = (1024_u64, 0_u64);
-    let mut found = Vec::new();
-    while hi > 0 && found.len() < limit && scanned < MAX_SCAN {
-        let lo = hi.saturating_sub(span.min(MAX_SCAN - scanned));
-        let mut chunk = Vec::new();
-        let mut pos = lo;
-        'read: while pos < hi {
-            let rows = s.events_after(pos, 256)?;
-            if rows.is_empty() {
-                break;
-            }
-            for row in rows {
-                if row.position > hi {
-                    break 'read;
-                }
-                pos = row.position;
-                if is_created(&row.ty) {
-                    chunk.push(row);
-                }
-            }
-        }
-        found.extend(chunk.into_iter().rev());
-        scanned += hi - lo;
-        hi = lo;
-        span = span.saturating_mul(2);
-    }
-    found.truncate(limit);
-    Ok(found)
 }
 
 /// One row of the list, from an execution's status.
@@ -212,26 +174,14 @@ async fn list(
     };
     // The live executions first (they are the newest or still matter), from memory.
     let live = hub.live_statuses().await;
-    let created = hub.db(move |s| recent_created(s, limit)).await?;
+    let created = hub.recent_created(limit).await?;
     let live_ids: HashSet<String> = live.iter().map(|(id, _, _)| id.clone()).collect();
     let stored_ids: Vec<String> = created
         .iter()
         .filter(|ev| !live_ids.contains(&ev.subject))
         .map(|ev| ev.subject.clone())
         .collect();
-    let stored: HashMap<String, Value> = hub
-        .db(move |s| {
-            let mut out = HashMap::new();
-            for id in stored_ids {
-                if let Some(rec) = s.execution(&id)?
-                    && let Ok(status) = canonical_json::parse(rec.status.as_bytes())
-                {
-                    out.insert(id, status);
-                }
-            }
-            Ok(out)
-        })
-        .await?;
+    let stored = hub.stored_statuses(stored_ids).await?;
     let by_subject: HashMap<&str, &StoredEvent> =
         created.iter().map(|ev| (ev.subject.as_str(), ev)).collect();
     let mut rows: Vec<Value> = Vec::new();
@@ -257,7 +207,7 @@ async fn list(
     rows.truncate(limit);
     let mut body = Map::new();
     body.insert("executions".into(), Value::Array(rows));
-    Ok(crate::http::tools::json_response(StatusCode::OK, &Value::Object(body)))
+    Ok(json_response(StatusCode::OK, &Value::Object(body)))
 }
 
 /// `GET /v1/executions/{id}/trace`.
@@ -296,5 +246,5 @@ async fn trace(
         }
         m.insert("next".into(), next.into());
     }
-    Ok(crate::http::tools::json_response(StatusCode::OK, &doc))
+    Ok(json_response(StatusCode::OK, &doc))
 }

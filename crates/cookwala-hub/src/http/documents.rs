@@ -32,7 +32,7 @@ pub(super) async fn devices(
     authorize(&hub, &headers)?;
     let live = hub.live_executions().await;
     let root = hub.root_device();
-    let others = hub.inner.devices.values().filter(|d| !d.root);
+    let others = hub.devices().values().filter(|d| !d.root);
     let list = std::iter::once(&root)
         .chain(others)
         .map(|d| {
@@ -64,7 +64,7 @@ pub(super) async fn devices(
 }
 
 pub(super) async fn openapi(State(hub): State<Hub>) -> Response {
-    let text = hub.inner.config.spec.clone().unwrap_or_else(|| crate::openapi::OWN_SPEC.to_owned());
+    let text = hub.config().spec.clone().unwrap_or_else(|| crate::openapi::OWN_SPEC.to_owned());
     let mut res = (StatusCode::OK, text).into_response();
     // JSON is YAML too: one text serves both paths.
     res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));

@@ -14,11 +14,11 @@
 //! **Filters.** `?type=<prefix>` keeps events whose type starts with the prefix
 //! (`cookwala.safety.`); `?subject=<id>` keeps one execution (or the device, for heartbeats).
 //!
-//! The stream always reads the outbox after its own position, woken after each commit, so a
-//! slow client misses nothing. It needs the bearer token like the other non-open endpoints, and
+//! The stream is a thin adapter over [`crate::outbox::subscription`], which reads the outbox
+//! after its own position, woken after each commit, so a slow client misses nothing. It needs the bearer token like the other non-open endpoints, and
 //! ends when the hub shuts down.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::error::ApiError;
-use crate::outbox::sse::{Filter, Stream};
+use crate::outbox::subscription::{Filter, Message};
 use crate::service::Hub;
 
 /// The event routes (merged into [`crate::http::app`]).
@@ -44,26 +44,32 @@ async fn events(
     query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
     let who = crate::http::authenticate(&hub, &headers, crate::auth::Action::Read)?;
-    let slot = hub.inner.streams.take(&who, hub.inner.config.max_streams)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(format!("query: {e}")))?;
     let (start, filter) = resume_point(&hub, &headers, &query).await?;
-    let bus = &hub.inner.bus;
-    let state = Stream {
-        committed: bus.committed(),
-        live: bus.live(),
-        closing: bus.closing(),
-        storage: hub.inner.storage.clone(),
-        position: start,
-        filter,
-        queue: VecDeque::new(),
-        _slot: slot,
-    };
-    let stream = futures_util::stream::unfold(state, |mut st| async move {
-        let event = st.next().await?;
-        Some((Ok::<Event, Infallible>(event), st))
+    let subscription = hub.subscribe(&who, start, filter)?;
+    let stream = futures_util::stream::unfold(subscription, |mut sub| async move {
+        let message = sub.next().await?;
+        Some((Ok::<Event, Infallible>(sse_event(message)), sub))
     });
     let keep_alive = KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive");
     Ok(Sse::new(stream).keep_alive(keep_alive).into_response())
+}
+
+/// True when `s` can go on an SSE field line (axum refuses newlines and NUL there).
+fn one_line(s: &str) -> bool {
+    !s.contains(['\n', '\r', '\0'])
+}
+
+/// One SSE message: `id:` (stored events only), `event:` and `data:` lines.
+fn sse_event(message: Message) -> Event {
+    let mut event = Event::default();
+    if let Some(id) = message.id.filter(|id| one_line(id)) {
+        event = event.id(id);
+    }
+    if one_line(&message.ty) {
+        event = event.event(message.ty);
+    }
+    event.data(message.body)
 }
 
 /// Where a stream starts and what it keeps: after the event named by `Last-Event-ID` (else
@@ -85,21 +91,18 @@ pub(super) async fn resume_point(
         .map(str::to_owned)
         .or_else(|| query.get("after").filter(|v| !v.is_empty()).cloned());
     let start = match last {
-        Some(id) => {
-            let lookup = id.clone();
-            hub.db(move |s| s.event_position(&lookup)).await?.ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "unknown-event-id",
-                    format!(
-                        "no stored event has the id {}; reconnect without Last-Event-ID or \
+        Some(id) => hub.event_position(&id).await?.ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "unknown-event-id",
+                format!(
+                    "no stored event has the id {}; reconnect without Last-Event-ID or \
                          ?after=",
-                        crate::error::quote(&id)
-                    ),
-                )
-            })?
-        }
-        None => hub.db(|s| s.last_event_position()).await?,
+                    crate::error::quote(&id)
+                ),
+            )
+        })?,
+        None => hub.last_event_position().await?,
     };
     let filter = Filter {
         type_prefix: query.get("type").filter(|v| !v.is_empty()).cloned(),

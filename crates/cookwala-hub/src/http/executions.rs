@@ -58,7 +58,9 @@ pub(super) async fn start(
             .ok_or_else(|| ApiError::bad_request("x-hub-human-present must be a boolean"))?,
     };
     if human_present && !who.is_person() {
-        return Err(only_a_person(&who, "say that a person is present (x-hub-human-present)"));
+        return Err(
+            only_a_person(&who, "say that a person is present (x-hub-human-present)").into()
+        );
     }
     // 2. version.
     let core = str_field(&doc, "core")?;
@@ -105,20 +107,12 @@ pub(super) async fn status(
     Path(ExecPath { id }): Path<ExecPath>,
 ) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
-    // A final status never changes: answer from memory when it was read before.
-    if let Some((seq, body)) = hub.finals().get(&device.id, &id) {
-        return Ok(stored_status_response(seq, body));
-    }
-    if let Some(status) = hub.live_status(&id, &device).await? {
-        return Ok(status_response(StatusCode::OK, &status));
-    }
-    // A stored status is already JCS: serve its bytes as they are.
-    let rec = stored_on(&hub, &id, &device).await?;
-    let body = axum::body::Bytes::from(rec.status);
-    if rec.is_final {
-        hub.finals().put(&device.id, &id, rec.seq, body.clone());
-    }
-    Ok(stored_status_response(rec.seq, body))
+    // A stored status is already JCS: its bytes are served as they are (a final one from the
+    // hub's memory once read: it never changes).
+    Ok(match hub.status_of(&id, &device).await? {
+        StatusView::Live(status) => status_response(StatusCode::OK, &status),
+        StatusView::Stored { seq, body } => stored_status_response(seq, body),
+    })
 }
 
 pub(super) fn stored_status_response(seq: u64, body: axum::body::Bytes) -> Response {
@@ -155,15 +149,17 @@ pub(super) async fn stop(
     Ok(respond(hub.stop(&id, &reason, key).await?, StatusCode::ACCEPTED))
 }
 
-pub(super) fn parse_if_match(headers: &HeaderMap) -> Result<String, ApiError> {
-    let raw = headers.get(header::IF_MATCH).ok_or_else(ApiError::if_match_required)?;
+/// The seq `If-Match` names (`None` without the header: the service answers 428 once it knows
+/// the execution exists, so an unknown one is still a 404).
+pub(super) fn parse_if_match(headers: &HeaderMap) -> Option<String> {
+    let raw = headers.get(header::IF_MATCH)?;
     let text = raw.to_str().unwrap_or_default().trim();
     // If-Match compares strongly (RFC 9110 §13.1.1): a weak tag never matches. It is kept
     // whole, so it cannot equal a seq and the resume is a 412.
     if text.starts_with("W/") {
-        return Ok(text.to_owned());
+        return Some(text.to_owned());
     }
-    Ok(text.trim_matches('"').to_owned())
+    Some(text.trim_matches('"').to_owned())
 }
 
 pub(super) async fn resume(

@@ -12,18 +12,12 @@ pub(super) async fn incident(
 ) -> Result<Response, ApiError> {
     let who = caller(&hub, &headers);
     // Anyone may report, so a caller without a token is counted per address.
-    if who.scope == "open" && !hub.inner.config.no_auth {
+    if who.scope == "open" && !hub.config().no_auth {
         let addr = extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
-        let per_minute = hub.inner.config.incidents_per_minute;
-        let admitted = hub
-            .inner
-            .incident_rate
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .admit(addr, hub.now_ms(), per_minute);
-        if !admitted {
+        let per_minute = hub.config().incidents_per_minute;
+        if !hub.admit_anonymous_report(addr) {
             return Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "too-many-requests",
@@ -34,7 +28,7 @@ pub(super) async fn incident(
     let key = who.scoped_key(&require_key(&headers)?);
     let doc = parse_object(&headers, &body)?;
     if who.scope == "open" {
-        crate::limits::anonymous_report_size(&doc)?;
+        crate::http::limits::anonymous_report_size(&doc)?;
     }
     let digest = request_digest("POST /v1/incidents", &body);
     let report = cookwala::documents::validate(

@@ -28,13 +28,19 @@ use crate::error::ApiError;
 pub(crate) mod catalog;
 mod dashboard;
 mod documents;
+pub mod error;
 pub(crate) mod events;
 mod executions;
 mod incidents;
+pub(crate) mod limits;
+mod problem;
 pub(crate) mod recalls;
+pub(crate) mod server;
 pub(crate) mod tools;
 mod ws;
-use crate::service::executions::{Answer, Start, only_a_person, request_digest, stored_on};
+use crate::service::executions::{Start, only_a_person, stored_on};
+use crate::service::idempotency::{Answer, request_digest};
+use crate::service::reads::StatusView;
 use crate::service::{Device, Hub};
 use crate::storage::IdempotencyRecord;
 use crate::storage::jcs_text;
@@ -81,7 +87,7 @@ async fn known_device(
 
 /// The router for `hub`.
 pub fn app(hub: Hub) -> Router {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     let per_device = device_routes()
         .merge(shared_routes())
         .route_layer(axum::middleware::from_fn_with_state(hub.clone(), known_device));
@@ -93,7 +99,7 @@ pub fn app(hub: Hub) -> Router {
         .route("/openapi.yaml", get(openapi))
         .route("/openapi.json", get(openapi))
         .route("/.well-known/cookwala.json", get(catalog::well_known))
-        .merge(crate::http::tools::index_routes())
+        .merge(dashboard::index_routes())
         .merge(events::routes())
         .merge(ws::routes())
         .merge(dashboard::routes())
@@ -105,14 +111,14 @@ pub fn app(hub: Hub) -> Router {
                 "method not allowed",
             )
         })
-        .layer(axum::middleware::map_response(crate::limits::problem_413))
+        .layer(axum::middleware::map_response(limits::problem_413))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body));
     let router = if config.no_auth {
         router.layer(axum::middleware::from_fn(loopback_host))
     } else {
         router
     };
-    let router = match crate::limits::cors(&config.cors_origins) {
+    let router = match limits::cors(&config.cors_origins) {
         Some(cors) => router.layer(cors),
         None => router,
     };
@@ -211,6 +217,14 @@ pub(crate) fn doc_response(status: StatusCode, body: &Value) -> Response {
     res
 }
 
+/// A JSON answer that is not a Cookwala document (`application/json`): the index, the
+/// well-known document and the dashboard's lists.
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
+    let mut res = (status, jcs_text(body)).into_response();
+    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    res
+}
+
 fn status_response(code: StatusCode, status: &Value) -> Response {
     let mut res = doc_response(code, status);
     if let Some(seq) = status.get("seq").and_then(Value::as_i64)
@@ -249,7 +263,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The principal of a request that may carry a token but need not (open endpoints): its
 /// token's principal when it carries a known one, else an anonymous caller.
 pub(crate) fn caller(hub: &Hub, headers: &HeaderMap) -> Principal {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     if config.no_auth {
         return Principal::anonymous(Role::Owner);
     }
@@ -266,7 +280,7 @@ pub(crate) fn authenticate(
     headers: &HeaderMap,
     action: Action,
 ) -> Result<Principal, ApiError> {
-    let config = &hub.inner.config;
+    let config = &hub.config();
     if config.no_auth {
         return Ok(Principal::anonymous(Role::Owner));
     }

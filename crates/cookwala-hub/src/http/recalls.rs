@@ -75,7 +75,7 @@ pub(crate) async fn publish(
             .collect();
         return Err(ApiError::bad_request(format!("not a valid Recall: {}", issues.join("; "))));
     }
-    let verdict = verify_signature(&doc, &hub.inner.config.trusted_keys, SignedKind::Document);
+    let verdict = verify_signature(&doc, &hub.config().trusted_keys, SignedKind::Document);
     if !verdict.is_ok() {
         return Err(ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,

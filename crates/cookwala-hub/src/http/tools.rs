@@ -15,8 +15,8 @@
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::routing::{get, post};
 use canonical_json::{Finite, Map, Value};
 use cookwala::documents::{self, KINDS};
@@ -24,11 +24,9 @@ use cookwala::signature::SignedKind;
 use cookwala::vocab::{Band, Op, Vocabulary};
 
 use crate::error::ApiError;
-use crate::http::{doc_response, parse_object};
+use crate::http::catalog::{CORE_API_VERSION, published_keys};
+use crate::http::{doc_response, json_response, parse_object};
 use crate::service::Hub;
-
-/// The Core API version the hub speaks.
-pub const CORE_API_VERSION: &str = "0.2.0";
 
 /// The tools `POST /v1/tools/{tool}` runs.
 pub const TOOLS: [&str; 10] = [
@@ -47,8 +45,7 @@ pub const TOOLS: [&str; 10] = [
 /// Upstream tools of profiles this hub does not implement (501).
 pub const NOT_IMPLEMENTED: [&str; 0] = [];
 
-/// The tool routes, the index, `/v1/conformance` and `/.well-known/cookwala.json` (merged into
-/// [`crate::http::app`]).
+/// The tool routes (merged into [`crate::http::app`]).
 pub(crate) fn routes() -> Router<Hub> {
     Router::new()
         .route("/v1/tools/recipes", get(recipes))
@@ -72,25 +69,14 @@ struct ToolPath {
     tool: String,
 }
 
-/// The index at `/` and `/v1`.
-pub(crate) fn index_routes() -> Router<Hub> {
-    Router::new().route("/", get(crate::http::dashboard::root)).route("/v1", get(index))
-}
-
-/// A JSON answer that is not a Cookwala document (`application/json`).
-pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
-    let mut res = (status, crate::storage::jcs_text(body)).into_response();
-    res.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    res
-}
-
+/// `GET /v1` (and `GET /` for clients that do not ask for HTML): the JSON index.
 pub(crate) async fn index(State(hub): State<Hub>) -> Response {
     let list = |items: &[&str]| Value::Array(items.iter().map(|s| Value::from(*s)).collect());
     let mut m = Map::new();
     m.insert("name".into(), "Cookwala hub (cookwala-rs)".into());
     m.insert("version".into(), env!("CARGO_PKG_VERSION").into());
     m.insert("core".into(), CORE_API_VERSION.into());
-    m.insert("device".into(), hub.inner.device_id.as_str().into());
+    m.insert("device".into(), hub.device_id().into());
     m.insert(
         "endpoints".into(),
         list(&[
@@ -115,7 +101,7 @@ pub(crate) async fn index(State(hub): State<Hub>) -> Response {
 async fn recipes(State(hub): State<Hub>) -> Result<Response, ApiError> {
     // Listed under the names the upstream hub uses (bundle key or file stem); the ids are
     // accepted at `/v1/tools/recipes/{id}` too.
-    let names = hub.inner.config.catalog.recipe_names();
+    let names = hub.config().catalog.recipe_names();
     let mut m = Map::new();
     m.insert("recipes".into(), Value::Array(names.into_iter().map(Value::from).collect()));
     Ok(doc_response(StatusCode::OK, &Value::Object(m)))
@@ -126,8 +112,7 @@ async fn recipe(
     Path(RecipePath { id }): Path<RecipePath>,
 ) -> Result<Response, ApiError> {
     let doc = hub
-        .inner
-        .config
+        .config()
         .catalog
         .recipe(&id)
         .cloned()
@@ -137,7 +122,7 @@ async fn recipe(
 
 /// `{devices: {id: capabilities}}`: every device of the catalog.
 async fn devices(State(hub): State<Hub>) -> Result<Response, ApiError> {
-    let catalog = &hub.inner.config.catalog;
+    let catalog = &hub.config().catalog;
     let devices: Map = catalog
         .device_ids()
         .filter_map(|id| catalog.device(id).map(|d| (id.to_owned(), d.clone())))
@@ -151,7 +136,7 @@ async fn devices(State(hub): State<Hub>) -> Result<Response, ApiError> {
 async fn vocab_ops(State(hub): State<Hub>) -> Result<Response, ApiError> {
     // The standard's file as it was loaded (`serve --vocab`), in its own order; else the
     // compiled-in vocabulary in the same shape.
-    match &hub.inner.config.vocab_ops {
+    match &hub.config().vocab_ops {
         Some(doc) => Ok(doc_response(StatusCode::OK, doc)),
         None => Ok(doc_response(StatusCode::OK, &ops_document(Vocabulary::builtin()))),
     }
@@ -256,7 +241,7 @@ fn exact_version(v: Option<&Value>) -> Option<&str> {
 /// declares (none when it declares no exact semver), `id` (the catalog id the other tools
 /// take) and `hash`, the Cookwala document hash a client puts in `recipeHash`.
 async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
-    let catalog = &hub.inner.config.catalog;
+    let catalog = &hub.config().catalog;
     let entry = |kind: &str, id: &str, url: String, doc: &Value| {
         let mut e = Map::new();
         e.insert("kind".into(), kind.into());
@@ -291,7 +276,7 @@ async fn registry(State(hub): State<Hub>) -> Result<Response, ApiError> {
     for id in catalog.device_ids() {
         if let Some(doc) = catalog.device(id) {
             let mut e = entry("capabilities", id, "/v1/tools/devices".to_owned(), doc);
-            if id == hub.inner.device_id {
+            if id == hub.device_id() {
                 e.insert("url".into(), "/v1/capabilities".into());
                 e.insert("served".into(), true.into());
             }
@@ -412,7 +397,7 @@ fn hash(args: &Value) -> Result<Value, ApiError> {
 fn verify(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
     let doc = required(args, "doc")?;
     let keys = match present(args, "keys") {
-        None => crate::http::catalog::published_keys(hub),
+        None => published_keys(hub),
         Some(v) => cookwala::KeySet::from_value(v)
             .map_err(|e| ApiError::bad_request(format!("keys: {e}")))?,
     };
@@ -461,7 +446,7 @@ fn doc_or_id(
 /// `{state, plan, refusal?}` with the SafetyLimits the device enforces (the default pack for a
 /// device sent as a document); the device defaults to the one served at the root.
 fn dryrun(hub: &Hub, args: &Value) -> Result<Value, ApiError> {
-    let catalog = &hub.inner.config.catalog;
+    let catalog = &hub.config().catalog;
     let recipe = doc_or_id(args, "recipe", "recipeId", |id| catalog.recipe(id).cloned(), "recipe")?
         .ok_or_else(|| ApiError::bad_request("missing recipe or recipeId"))?;
     let device = doc_or_id(args, "device", "deviceId", |id| catalog.device(id).cloned(), "device")?;

@@ -25,7 +25,7 @@ use std::time::Instant;
 use tokio::sync::{broadcast, watch};
 
 pub mod events;
-pub mod sse;
+pub(crate) mod subscription;
 pub mod webhooks;
 
 use crate::outbox::events::ProgressGate;

@@ -8,17 +8,16 @@ use canonical_json::Value;
 use cookwala::execution::ExecutionState;
 use cookwala_sim::{SimEvent, Simulation};
 
-use crate::error::ApiError;
 use crate::outbox::LiveEvent;
 use crate::outbox::events::{self, Execution};
-use crate::service::{Hub, LiveRun, snapshot};
+use crate::service::{Error, Hub, LiveRun, snapshot};
 use crate::storage::{Commit, NewEvent, NewIncident, StorageError, jcs_text};
 
 impl Hub {
     /// Commits `commit` in one storage transaction, then wakes the event subscribers. With
     /// `retry_events`, the events and incidents of a failed commit are kept and written first
     /// by the next commit (for changes already made in memory, which later commits persist).
-    pub(crate) async fn commit(&self, commit: Commit, retry_events: bool) -> Result<(), ApiError> {
+    pub(crate) async fn commit(&self, commit: Commit, retry_events: bool) -> Result<(), Error> {
         Ok(self.commit_raw(commit, retry_events).await?)
     }
 
@@ -127,7 +126,7 @@ impl Hub {
     ///
     /// # Errors
     /// The storage fails.
-    pub async fn publish_recall_event(&self, recall: &Value) -> Result<(), ApiError> {
+    pub async fn publish_recall_event(&self, recall: &Value) -> Result<(), Error> {
         let event = events::recall(recall, self.now_ms());
         let commit = Commit { events: vec![events::to_new(&event)], ..Commit::default() };
         self.commit(commit, false).await

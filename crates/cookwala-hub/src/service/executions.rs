@@ -1,35 +1,18 @@
 //! The execution operations: start (admission, then the simulation), stop. The only code that
 //! takes the hub's locks for them; the HTTP layer extracts, calls one operation, and responds.
 
-use std::sync::Arc;
-
-use axum::http::StatusCode;
 use canonical_json::{Map, Value};
 use cookwala_sim::{SimEvent, Simulation};
 
 use crate::auth::{Principal, Role};
-use crate::error::ApiError;
+use crate::service::Error;
+use crate::service::idempotency::{
+    Answer, KeyHold, answered, hold_key, idem_record, request_digest,
+};
 use crate::service::{Device, Hub, LiveRun, RunConfig, snapshot};
 use crate::storage::{
     Commit, ExecutionRecord, IdempotencyRecord, NewIncident, StorageError, jcs_text,
 };
-
-/// What an operation answers: a fresh document, or the stored answer of an earlier request
-/// with the same idempotency key.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// A new answer.
-    Fresh(Value),
-    /// The stored answer being replayed.
-    Replay(IdempotencyRecord),
-    /// What the hub replica running the execution answered (a request handed over to it).
-    Forwarded {
-        /// The HTTP status.
-        status: u16,
-        /// The body (a status document or a problem).
-        body: String,
-    },
-}
 
 /// A start the HTTP layer has read and checked (fields, version, shape).
 #[derive(Debug)]
@@ -46,59 +29,17 @@ pub(crate) struct Start<'a> {
     pub human_present: bool,
 }
 
-/// An idempotency record answering with `status` and `body`.
-pub(crate) fn idem_record(key: &str, digest: &str, status: u16, body: &Value) -> IdempotencyRecord {
-    IdempotencyRecord {
-        key: key.to_owned(),
-        digest: digest.to_owned(),
-        status,
-        body: jcs_text(body),
-    }
-}
-
-/// The stored answer `rec` if it answered this request (`digest`), a 422 when it answered
-/// another request, or `None`.
-pub(crate) fn answered(
-    rec: Option<IdempotencyRecord>,
-    digest: &str,
-) -> Result<Option<IdempotencyRecord>, ApiError> {
-    match rec {
-        Some(rec) if rec.digest == digest => Ok(Some(rec)),
-        Some(_) => Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            "this Idempotency-Key was already used with a different request",
-        )),
-        None => Ok(None),
-    }
-}
-
-/// `sha256:<hex>` of the route and the canonical body (raw bytes if the body is not JSON).
-pub(crate) fn request_digest(route: &str, body: &[u8]) -> String {
-    let mut bytes = route.as_bytes().to_vec();
-    bytes.push(b'\n');
-    match canonical_json::parse(body).ok().and_then(|v| canonical_json::to_jcs(&v).ok()) {
-        Some(canon) => bytes.extend_from_slice(&canon),
-        None => bytes.extend_from_slice(body),
-    }
-    format!("sha256:{}", canonical_json::digest::sha256_hex(&bytes))
-}
-
 /// The 403 for a principal that is not a person asking to act as one.
-pub(crate) fn only_a_person(who: &Principal, what: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
-        format!(
-            "only a person (an owner or cook token) may {what}; the token {:?} has the role {}",
-            who.name,
-            who.role.as_str()
-        ),
-    )
+pub(crate) fn only_a_person(who: &Principal, what: &str) -> Error {
+    Error::OnlyAPerson {
+        name: who.name.clone(),
+        role: who.role.as_str().to_owned(),
+        what: what.to_owned(),
+    }
 }
 
-fn parse_stored(text: &str) -> Result<Value, ApiError> {
-    canonical_json::parse(text.as_bytes()).map_err(|e| ApiError::internal(&e))
+fn parse_stored(text: &str) -> Result<Value, Error> {
+    canonical_json::parse(text.as_bytes()).map_err(|e| Error::internal(&e))
 }
 
 fn seed_for(id: &str) -> u64 {
@@ -112,51 +53,12 @@ pub(crate) enum StartFailure {
     /// The device was taken by another replica before the commit; the key is still held.
     Busy(KeyHold),
     /// Anything else.
-    Api(ApiError),
+    Failed(Error),
 }
 
-impl From<ApiError> for StartFailure {
-    fn from(e: ApiError) -> StartFailure {
-        StartFailure::Api(e)
-    }
-}
-
-/// Holds an idempotency key while its request is answered; dropping it lets waiting repeats
-/// read the stored answer.
-pub(crate) struct KeyHold {
-    hub: Hub,
-    key: String,
-}
-
-impl Drop for KeyHold {
-    fn drop(&mut self) {
-        if let Some(n) = self.hub.reserved().keys.remove(&self.key) {
-            n.notify_waiters();
-        }
-    }
-}
-
-/// Takes `key`, waiting while another request holds it (until that request has stored its
-/// answer or failed).
-pub(crate) async fn hold_key(hub: &Hub, key: &str) -> KeyHold {
-    loop {
-        let holder = {
-            let mut r = hub.reserved();
-            let holder = r.keys.get(key).cloned();
-            if holder.is_none() {
-                r.keys.insert(key.to_owned(), Arc::new(tokio::sync::Notify::new()));
-            }
-            holder
-        };
-        let Some(notify) = holder else {
-            return KeyHold { hub: hub.clone(), key: key.to_owned() };
-        };
-        // `notified()` registers at creation, so a release after this point wakes us.
-        let woken = notify.notified();
-        let still_held = hub.reserved().keys.get(key).is_some_and(|n| Arc::ptr_eq(n, &notify));
-        if still_held {
-            woken.await;
-        }
+impl From<Error> for StartFailure {
+    fn from(e: Error) -> StartFailure {
+        StartFailure::Failed(e)
     }
 }
 
@@ -169,13 +71,14 @@ pub(crate) fn device_of(rec: &ExecutionRecord) -> Option<String> {
 }
 
 /// The 404 for an execution that is not on `device`; it names the device that has it.
-pub(crate) fn elsewhere(id: &str, other: Option<&str>, device: &Device) -> ApiError {
+pub(crate) fn elsewhere(id: &str, other: Option<&str>, device: &Device) -> Error {
     match other {
-        Some(d) => ApiError::not_found(format!(
-            "execution {id} is not on device {} (it is on {d}: /devices/{d}/v1/executions/{id})",
-            device.id
-        )),
-        None => ApiError::not_found(format!("no execution {id}")),
+        Some(d) => Error::OnOtherDevice {
+            id: id.to_owned(),
+            device: device.id.clone(),
+            other: d.to_owned(),
+        },
+        None => Error::NoExecution { id: id.to_owned() },
     }
 }
 
@@ -184,12 +87,12 @@ pub(crate) async fn stored_on(
     hub: &Hub,
     id: &str,
     device: &Device,
-) -> Result<ExecutionRecord, ApiError> {
+) -> Result<ExecutionRecord, Error> {
     let lookup = id.to_owned();
     let rec = hub
         .db(move |s| s.execution(&lookup))
         .await?
-        .ok_or_else(|| ApiError::not_found(format!("no execution {id}")))?;
+        .ok_or_else(|| Error::NoExecution { id: id.to_owned() })?;
     // A record whose run configuration cannot be read cannot be placed: every device
     // serves it rather than none. An execution of a device this hub no longer serves (a
     // restart without its `--bundle`) is read at the root.
@@ -207,7 +110,7 @@ pub(crate) fn live_on<'a>(
     live: &'a mut std::collections::BTreeMap<String, LiveRun>,
     id: &str,
     device: &Device,
-) -> Result<Option<&'a mut LiveRun>, ApiError> {
+) -> Result<Option<&'a mut LiveRun>, Error> {
     match live.get_mut(id) {
         Some(run) if run.device != device.id => Err(elsewhere(id, Some(&run.device), device)),
         found => Ok(found),
@@ -218,7 +121,7 @@ pub(crate) async fn current_status_stored(
     hub: &Hub,
     id: &str,
     device: &Device,
-) -> Result<Value, ApiError> {
+) -> Result<Value, Error> {
     parse_stored(&stored_on(hub, id, device).await?.status)
 }
 
@@ -232,7 +135,7 @@ impl Hub {
         &self,
         key: &str,
         digest: &str,
-    ) -> Result<Option<IdempotencyRecord>, ApiError> {
+    ) -> Result<Option<IdempotencyRecord>, Error> {
         let k = key.to_owned();
         answered(self.db(move |s| s.idempotency(&k)).await?, digest)
     }
@@ -260,7 +163,7 @@ impl Hub {
         id: &str,
         reason: &str,
         key: Option<(String, String)>,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         if self.in_fleet() && !self.inner.live.lock().await.contains_key(id) {
             // Not run here: if it runs on another replica, that replica stops it.
             let lookup = id.to_owned();
@@ -290,18 +193,14 @@ impl Hub {
                 match self.stop_here(&id, reason, None).await {
                     Ok(_) => stopped.push(id),
                     Err(e) => crate::clock::note(format_args!(
-                        "cookwala-hub: stopping {id} at shutdown failed: {}",
-                        e.detail.as_deref().unwrap_or(e.title)
+                        "cookwala-hub: stopping {id} at shutdown failed: {e}"
                     )),
                 }
             }
             let mut moved = 0;
             while moved < SHUTDOWN_SIM_MS && !self.inner.live.lock().await.is_empty() {
                 if let Err(e) = self.advance(1_000).await {
-                    crate::clock::note(format_args!(
-                        "cookwala-hub: a shutdown step failed: {}",
-                        e.detail.as_deref().unwrap_or(e.title)
-                    ));
+                    crate::clock::note(format_args!("cookwala-hub: a shutdown step failed: {e}"));
                     break;
                 }
                 moved += 1_000;
@@ -324,7 +223,7 @@ impl Hub {
         id: &str,
         reason: &str,
         key: Option<(String, String)>,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         let mut live = self.inner.live.lock().await;
         if let Some((k, digest)) = &key
             && let Some(rec) = self.stored_answer(k, digest).await?
@@ -334,14 +233,14 @@ impl Hub {
         let (status, change) = match live.get_mut(id) {
             Some(run) => {
                 let (change, ()) =
-                    self.apply(id, run, |sim| Ok::<_, ApiError>((sim.stop(reason), ())))?;
+                    self.apply(id, run, |sim| Ok::<_, Error>((sim.stop(reason), ())))?;
                 (run.status(), Some(change))
             }
             None => {
                 let lookup = id.to_owned();
                 match self.db(move |s| s.execution(&lookup)).await? {
                     Some(rec) => (parse_stored(&rec.status)?, None),
-                    None => return Err(ApiError::not_found(format!("no execution {id}"))),
+                    None => return Err(Error::NoExecution { id: id.to_owned() }),
                 }
             }
         };
@@ -361,7 +260,7 @@ impl Hub {
     ///
     /// # Errors
     /// A duplicate id (409), a reused key (422), the storage fails.
-    pub(crate) async fn start(&self, req: Start<'_>) -> Result<Answer, ApiError> {
+    pub(crate) async fn start(&self, req: Start<'_>) -> Result<Answer, Error> {
         // A repeat gets the original answer; a repeat arriving while the original is still being
         // committed waits for it. From here on this request holds the key.
         let mut key_hold = hold_key(self, &req.key).await;
@@ -377,7 +276,7 @@ impl Hub {
                 Err(StartFailure::Busy(_)) => {
                     return Err(StorageError::Busy(req.device.id.clone()).into());
                 }
-                Err(StartFailure::Api(e)) => return Err(e),
+                Err(StartFailure::Failed(e)) => return Err(e),
                 Ok(answer) => return Ok(answer),
             }
         }
@@ -415,12 +314,7 @@ impl Hub {
         // 3. duplicate id (on any device): stored, live, or being created right now.
         let live = self.inner.live.lock().await;
         if stored || live.contains_key(&id) || self.reserved().ids.contains(&id) {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                format!("execution {id} already exists"),
-            )
-            .into());
+            return Err(Error::ExecutionExists { id: id.clone() }.into());
         }
         // 4.–9. prechecks (recipe, hash, recall, mandate, allergens, busy), then the dry run.
         let catalog = &self.inner.config.catalog;
@@ -431,7 +325,7 @@ impl Hub {
         let recipe = catalog.recipe(&recipe_id).cloned();
         let now_ms = self.now_ms();
         let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
-            .ok_or_else(|| ApiError::internal(&"clock out of range"))?;
+            .ok_or_else(|| Error::internal(&"clock out of range"))?;
         let recalls = crate::service::recalls::blocking(&self.recalls());
         let empty = Value::Object(Map::new());
         let context = cookwala::precheck::Context {
@@ -464,8 +358,8 @@ impl Hub {
             },
         )
         .map_err(|e| match e {
-            cookwala::admission::AdmissionError::Request(why) => ApiError::bad_request(why),
-            other => ApiError::internal(&other),
+            cookwala::admission::AdmissionError::Request(why) => Error::InvalidRequest(why),
+            other => Error::internal(&other),
         })?;
         let run = RunConfig {
             recipe: recipe_id.clone(),
@@ -495,7 +389,7 @@ impl Hub {
         config.refusal = admission.refusal().cloned();
         config.plan = Some(admission.plan().to_vec());
         config.faults.clone_from(&self.inner.config.sim_faults);
-        let sim = Simulation::new(config).map_err(|e| ApiError::internal(&e))?;
+        let sim = Simulation::new(config).map_err(|e| Error::internal(&e))?;
         // The start answer carries the plan the hub accepted (`x-hub-plan`, as the upstream hub
         // sends it and its clients read it); later statuses do not repeat it.
         let mut status = sim.status();
@@ -574,11 +468,11 @@ impl Hub {
                 // Another replica took the device between the decision and the commit: the
                 // caller decides again, still holding the key.
                 Err(crate::storage::StorageError::Busy(_)) => Err(StartFailure::Busy(key_hold)),
-                Err(e) => Err(StartFailure::Api(e.into())),
+                Err(e) => Err(StartFailure::Failed(e.into())),
                 Ok(()) => Ok(()),
             }
         });
-        finish.await.map_err(|e| StartFailure::Api(e.into()))??;
+        finish.await.map_err(|e| StartFailure::Failed(e.into()))??;
         Ok(Answer::Fresh(status))
     }
 
@@ -591,7 +485,7 @@ impl Hub {
         &self,
         id: &str,
         device: &Device,
-    ) -> Result<Option<Value>, ApiError> {
+    ) -> Result<Option<Value>, Error> {
         let mut live = self.inner.live.lock().await;
         Ok(live_on(&mut live, id, device)?.map(|run| run.status()))
     }
@@ -614,9 +508,9 @@ impl Hub {
         device: &Device,
         id: &str,
         key: String,
-        if_match: Result<String, ApiError>,
+        if_match: Option<String>,
         body: &[u8],
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         if self.in_fleet() && !self.inner.live.lock().await.contains_key(id) {
             let rec = stored_on(self, id, device).await?;
             if !rec.is_final {
@@ -625,7 +519,7 @@ impl Hub {
                     who,
                     device: &device.id,
                     key: &key,
-                    if_match: if_match.as_ref().ok().map(String::as_str),
+                    if_match: if_match.as_deref(),
                     body,
                 };
                 return self.forward_resume(id, &req).await;
@@ -641,15 +535,15 @@ impl Hub {
         device: &Device,
         id: &str,
         key: String,
-        if_match: Result<String, ApiError>,
+        if_match: Option<String>,
         body: &[u8],
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         let mut live = self.inner.live.lock().await;
         let current = match live_on(&mut live, id, device)? {
             Some(sim) => sim.status(),
             None => current_status_stored(self, id, device).await?,
         };
-        let if_match = if_match?;
+        let if_match = if_match.ok_or(Error::IfMatchRequired)?;
         let route = format!("POST {}/v1/executions/{id}/resume {if_match}", device.route_prefix());
         let digest = request_digest(&route, body);
         if let Some(rec) = self.stored_answer(&key, &digest).await? {
@@ -657,19 +551,11 @@ impl Hub {
         }
         let seq = current.get("seq").and_then(Value::as_i64).unwrap_or(-1);
         if if_match != seq.to_string() {
-            return Err(ApiError::new(
-                StatusCode::PRECONDITION_FAILED,
-                "precondition-failed",
-                format!("seq is {seq}"),
-            ));
+            return Err(Error::StaleSeq { seq });
         }
         let state = current.get("state").and_then(Value::as_str).unwrap_or("unknown").to_owned();
         let Some(sim) = live.get_mut(id) else {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "wrong-state",
-                format!("cannot resume an execution in state {state}"),
-            ));
+            return Err(Error::NotResumable { state });
         };
         if sim.state() == cookwala::execution::ExecutionState::NeedsHuman && !who.is_person() {
             return Err(only_a_person(who, "confirm a human step (resume from needs_human)"));
@@ -678,8 +564,7 @@ impl Hub {
         // ended at once (the stored status, and the stream, show what followed).
         let label = who.label();
         let (change, status) = self.apply(id, sim, |sim| {
-            sim.resume_by(Some(&label))
-                .map_err(|e| ApiError::new(StatusCode::CONFLICT, "wrong-state", e.to_string()))
+            sim.resume_by(Some(&label)).map_err(|e| Error::WrongState(e.to_string()))
         })?;
         let idempotency = Some(idem_record(&key, &digest, 202, &status));
         self.commit(Commit { idempotency, ..change }, true).await?;

@@ -13,25 +13,28 @@
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
 use canonical_json::{Map, Value};
 
 use crate::auth::{Principal, Role};
-use crate::error::ApiError;
-use crate::service::executions::Answer;
-use crate::service::{Hub, recover_one};
+use crate::service::idempotency::Answer;
+use crate::service::{Error, Hub, Loss, recover_one};
 use crate::storage::{ExecutionRecord, FleetCommand, StorageError, jcs_text};
 
 /// How often the loop looks at the outbox and at commands for this replica.
 const POLL: Duration = Duration::from_millis(100);
 
+/// How a failure is answered to the replica that handed a request over: its status and body.
+/// The fleet loop is given it when spawned (`http::problem_parts`), so the service stays free of
+/// HTTP and a handed-over request answers with the same bytes as one answered here.
+pub type Problem = fn(Error) -> (u16, String);
+
 /// What a forwarded request answered: an HTTP status and its body.
-pub(crate) fn answer_parts(res: Result<Answer, ApiError>) -> (u16, String) {
+fn answer_parts(res: Result<Answer, Error>, problem: Problem) -> (u16, String) {
     match res {
         Ok(Answer::Fresh(doc)) => (202, jcs_text(&doc)),
         Ok(Answer::Replay(rec)) => (rec.status, rec.body),
         Ok(Answer::Forwarded { status, body }) => (status, body),
-        Err(e) => (e.status.as_u16(), String::from_utf8_lossy(&e.body()).into_owned()),
+        Err(e) => problem(e),
     }
 }
 
@@ -112,7 +115,7 @@ impl Hub {
         &self,
         id: &str,
         req: &StopRequest<'_>,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         self.forward(id, "stop", req.payload()).await
     }
 
@@ -121,14 +124,14 @@ impl Hub {
         &self,
         id: &str,
         req: &ResumeRequest<'_>,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         self.forward(id, "resume", req.payload()).await
     }
 
     /// Posts a command for the owner of `id` and waits for its answer. When the owner is gone,
     /// failover ends the execution within the lease time: a stop then answers the final
     /// status, a resume that it cannot resume.
-    async fn forward(&self, id: &str, kind: &str, payload: Value) -> Result<Answer, ApiError> {
+    async fn forward(&self, id: &str, kind: &str, payload: Value) -> Result<Answer, Error> {
         let cmd = FleetCommand {
             execution: id.to_owned(),
             kind: kind.to_owned(),
@@ -159,26 +162,22 @@ impl Hub {
                 return Ok(Answer::Forwarded { status, body });
             }
             if let Some(rec) = rec.filter(|r| r.is_final) {
-                return Ok(ended_answer(kind, &rec));
+                return ended_answer(kind, &rec);
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(ApiError::new(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "replica-unavailable",
-                    format!(
-                        "the hub replica running execution {id} did not answer; if it is gone, \
-                         the execution is ended safely once its device lease expires"
-                    ),
-                ));
+                return Err(Error::ReplicaUnavailable { id: id.to_owned() });
             }
             tokio::time::sleep(POLL / 2).await;
         }
     }
 
     /// Runs a command another replica handed over, as if its request had reached this one.
-    async fn run_command(&self, cmd: &FleetCommand) -> (u16, String) {
+    async fn run_command(&self, cmd: &FleetCommand, problem: Problem) -> (u16, String) {
         let Ok(p) = canonical_json::parse(cmd.payload.as_bytes()) else {
-            return answer_parts(Err(ApiError::bad_request("unreadable fleet command")));
+            return answer_parts(
+                Err(Error::BadCommand("unreadable fleet command".into())),
+                problem,
+            );
         };
         let res = match cmd.kind.as_str() {
             "stop" => {
@@ -192,33 +191,31 @@ impl Hub {
                 self.stop_here(&cmd.execution, reason, key).await
             }
             "resume" => self.resume_handed_over(&cmd.execution, &p).await,
-            other => Err(ApiError::bad_request(format!("unknown fleet command {other}"))),
+            other => Err(Error::BadCommand(format!("unknown fleet command {other}"))),
         };
-        answer_parts(res)
+        answer_parts(res, problem)
     }
 
-    async fn resume_handed_over(&self, id: &str, p: &Value) -> Result<Answer, ApiError> {
+    async fn resume_handed_over(&self, id: &str, p: &Value) -> Result<Answer, Error> {
         let who = p
             .get("principal")
             .and_then(principal_from)
-            .ok_or_else(|| ApiError::bad_request("fleet command without a principal"))?;
+            .ok_or_else(|| Error::BadCommand("fleet command without a principal".into()))?;
         let device = p
             .get("device")
             .and_then(Value::as_str)
             .and_then(|d| self.find_device(d))
-            .ok_or_else(|| ApiError::not_found("the device is not served by this replica"))?;
+            .ok_or(Error::DeviceNotServed)?;
         let key = p.get("key").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let if_match = p
-            .get("ifMatch")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(ApiError::if_match_required);
+        let if_match = p.get("ifMatch").and_then(Value::as_str).map(str::to_owned);
         let body = p.get("body").and_then(Value::as_str).unwrap_or_default().as_bytes().to_vec();
         self.resume_here(&who, &device, id, key, if_match, &body).await
     }
 
-    /// Starts the fleet loop (nothing when the store is not shared).
-    pub fn spawn_fleet(&self) -> Option<tokio::task::JoinHandle<()>> {
+    /// Starts the fleet loop (nothing when the store is not shared), answering handed-over
+    /// requests that fail with `problem` (the public `Hub::spawn_fleet`, in `http/problem.rs`,
+    /// passes the HTTP mapping).
+    pub(crate) fn spawn_fleet_with(&self, problem: Problem) -> Option<tokio::task::JoinHandle<()>> {
         let lease_ms = self.inner.storage.fleet()?.lease_ms();
         let hub = self.clone();
         Some(tokio::spawn(async move {
@@ -233,7 +230,7 @@ impl Hub {
             let mut first = true;
             loop {
                 interval.tick().await;
-                let mut res = hub.fleet_tick(&mut outbox_end).await;
+                let mut res = hub.fleet_tick(&mut outbox_end, problem).await;
                 if res.is_ok() && (first || last_renew.elapsed() >= renew_every) {
                     first = false;
                     last_renew = tokio::time::Instant::now();
@@ -267,7 +264,7 @@ impl Hub {
 
     /// Wakes the event streams when the outbox grew (another replica committed) and runs the
     /// commands handed to this replica.
-    async fn fleet_tick(&self, outbox_end: &mut u64) -> Result<(), StorageError> {
+    async fn fleet_tick(&self, outbox_end: &mut u64, problem: Problem) -> Result<(), StorageError> {
         let (end, commands) = crate::outbox::db(&self.inner.storage, |s| {
             let commands = match s.fleet() {
                 Some(f) => f.pending_commands()?,
@@ -281,7 +278,7 @@ impl Hub {
             self.inner.bus.committed.send_modify(|n| *n = n.wrapping_add(1));
         }
         for (id, cmd) in commands {
-            let (status, body) = self.run_command(&cmd).await;
+            let (status, body) = self.run_command(&cmd, problem).await;
             crate::outbox::db(&self.inner.storage, move |s| match s.fleet() {
                 Some(f) => f.answer_command(id, status, &body),
                 None => Ok(()),
@@ -340,7 +337,7 @@ impl Hub {
             let Some(f) = s.fleet() else { return Ok((Vec::new(), Vec::new())) };
             let mut ended = Vec::new();
             for rec in f.claim_orphans()? {
-                recover_one(s, &rec, &catalog, &device, now, "replica failover")?;
+                recover_one(s, &rec, &catalog, &device, now, Loss::Failover)?;
                 ended.push(rec.id);
             }
             Ok((ended, s.recalls()?))
@@ -355,17 +352,9 @@ impl Hub {
 }
 
 /// What a handed-over request answers when the execution ended before its owner answered.
-fn ended_answer(kind: &str, rec: &ExecutionRecord) -> Answer {
+fn ended_answer(kind: &str, rec: &ExecutionRecord) -> Result<Answer, Error> {
     if kind == "stop" {
-        return Answer::Forwarded { status: 202, body: rec.status.clone() };
+        return Ok(Answer::Forwarded { status: 202, body: rec.status.clone() });
     }
-    let e = ApiError::new(
-        StatusCode::CONFLICT,
-        "wrong-state",
-        format!("cannot resume an execution in state {}", rec.state),
-    );
-    Answer::Forwarded {
-        status: e.status.as_u16(),
-        body: String::from_utf8_lossy(&e.body()).into_owned(),
-    }
+    Err(Error::NotResumable { state: rec.state.clone() })
 }

@@ -2,9 +2,8 @@
 
 use canonical_json::{Map, Value};
 
-use crate::error::ApiError;
-use crate::service::Hub;
-use crate::service::executions::{Answer, hold_key, idem_record};
+use crate::service::idempotency::{Answer, hold_key, idem_record};
+use crate::service::{Error, Hub};
 use crate::storage::jcs_text;
 
 impl Hub {
@@ -18,7 +17,7 @@ impl Hub {
         key: String,
         digest: String,
         doc: &Value,
-    ) -> Result<Answer, ApiError> {
+    ) -> Result<Answer, Error> {
         let _hold = hold_key(self, &key).await;
         if let Some(rec) = self.stored_answer(&key, &digest).await? {
             return Ok(Answer::Replay(rec));

@@ -5,18 +5,23 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use canonical_json::{Map, Value};
+use cookwala::execution::{ExecutionState, transition_allowed};
 use cookwala_sim::{SimConfig, Simulation};
 use tokio::sync::Mutex;
 
 use crate::catalog::Catalog;
-use crate::error::ApiError;
 use crate::outbox::Bus;
 
+pub use error::Error;
+
 mod bus;
+mod error;
 pub(crate) mod executions;
 pub(crate) mod fleet;
+pub(crate) mod idempotency;
 mod incidents;
 pub mod mqtt;
+pub(crate) mod reads;
 pub(crate) mod recalls;
 mod webhooks;
 use crate::identity::HubKey;
@@ -287,7 +292,7 @@ impl std::ops::DerefMut for LiveRun {
 /// The hub: cheap to clone (an `Arc`).
 #[derive(Clone, Debug)]
 pub struct Hub {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
 #[derive(Debug)]
@@ -334,7 +339,7 @@ pub(crate) struct Inner {
 /// memory. Oldest entries are dropped first once [`FinalStatuses::CAPACITY`] is reached.
 #[derive(Debug, Default)]
 pub(crate) struct FinalStatuses {
-    map: std::collections::HashMap<(String, String), (u64, axum::body::Bytes)>,
+    map: std::collections::HashMap<(String, String), (u64, bytes::Bytes)>,
     order: std::collections::VecDeque<(String, String)>,
 }
 
@@ -343,12 +348,12 @@ impl FinalStatuses {
     pub const CAPACITY: usize = 8192;
 
     /// The cached `(seq, JCS bytes)` of execution `id` as served for `device`.
-    pub fn get(&self, device: &str, id: &str) -> Option<(u64, axum::body::Bytes)> {
+    pub fn get(&self, device: &str, id: &str) -> Option<(u64, bytes::Bytes)> {
         self.map.get(&(device.to_owned(), id.to_owned())).cloned()
     }
 
     /// Remembers a final status.
-    pub fn put(&mut self, device: &str, id: &str, seq: u64, body: axum::body::Bytes) {
+    pub fn put(&mut self, device: &str, id: &str, seq: u64, body: bytes::Bytes) {
         let key = (device.to_owned(), id.to_owned());
         if self.map.insert(key.clone(), (seq, body)).is_none() {
             self.order.push_back(key);
@@ -363,7 +368,7 @@ impl FinalStatuses {
 
 impl Hub {
     /// The final-status cache (a poisoned lock is recovered: entries are immutable values).
-    pub(crate) fn finals(&self) -> std::sync::MutexGuard<'_, FinalStatuses> {
+    fn finals(&self) -> std::sync::MutexGuard<'_, FinalStatuses> {
         self.inner.finals.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -552,7 +557,7 @@ impl Hub {
     }
 
     /// Runs a storage call on the blocking pool.
-    pub(crate) async fn db<T, F>(&self, f: F) -> Result<T, ApiError>
+    async fn db<T, F>(&self, f: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
@@ -565,7 +570,7 @@ impl Hub {
     ///
     /// # Errors
     /// The storage fails (the simulations keep their state and are persisted next time).
-    pub async fn advance(&self, dt_ms: u64) -> Result<(), ApiError> {
+    pub async fn advance(&self, dt_ms: u64) -> Result<(), Error> {
         Ok(self.advance_raw(dt_ms).await?)
     }
 
@@ -678,25 +683,59 @@ fn recover(
 ) -> Result<Vec<String>, StorageError> {
     let mut ended = Vec::new();
     for rec in s.unfinished()? {
-        recover_one(s, &rec, catalog, device, now, "hub restart")?;
+        recover_one(s, &rec, catalog, device, now, Loss::Restart)?;
         ended.push(rec.id);
     }
     Ok(ended)
 }
 
+/// How an execution's simulation was lost, for its recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loss {
+    /// The hub process stopped while it was active (found at start-up).
+    Restart,
+    /// The replica running it stopped renewing its device lease (found by another replica).
+    Failover,
+}
+
+impl Loss {
+    /// The reason the recovery's events and the simulator's stop carry.
+    fn why(self) -> &'static str {
+        match self {
+            Loss::Restart => "hub restart",
+            Loss::Failover => "replica failover",
+        }
+    }
+
+    /// What the recovered log says happened.
+    fn explanation(self) -> &'static str {
+        match self {
+            Loss::Restart => {
+                "the hub stopped while this execution was active; on restart it was ended safely \
+                 (heat off, stopped) and not resumed"
+            }
+            Loss::Failover => {
+                "the hub replica running this execution stopped renewing its device lease; \
+                 another replica ended it safely (heat off, stopped) and did not resume it"
+            }
+        }
+    }
+}
+
 /// Ends one execution whose simulation is gone (a restart, or a replica that died): `stopped`,
-/// log outcome `aborted_safe`, never resumed. `why` goes into the events.
+/// log outcome `aborted_safe`, never resumed. The loss's reason goes into the events.
 pub(crate) fn recover_one(
     s: &dyn Storage,
     rec: &ExecutionRecord,
     catalog: &Catalog,
     device: &str,
     now: i64,
-    why: &str,
+    loss: Loss,
 ) -> Result<(), StorageError> {
+    let why = loss.why();
     let stamp = cookwala_sim::rfc3339_ms(now);
     let (status, seq) = recovered_status(rec, &stamp);
-    let log = recovered_log(rec, &stamp, now, catalog, why).map(|l| jcs_text(&l));
+    let log = recovered_log(rec, &stamp, now, catalog, loss).map(|l| jcs_text(&l));
     let events = recovered_events(rec, &status, seq, &stamp, device, why);
     let update = StatusUpdate {
         id: rec.id.clone(),
@@ -751,11 +790,12 @@ fn recovered_events(
 }
 
 fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
-    // accepted and stopping move to stopped in one step; the active states through stopping.
-    let steps = match rec.state.as_str() {
-        "accepted" | "stopping" => 1,
-        _ => 2,
-    };
+    // One step where the standard's state table allows `-> stopped` (accepted, stopping), two
+    // (through stopping) from the active states. A stored state the standard does not name
+    // (an unreadable row) takes two, like an active one: the safe reading.
+    let direct = ExecutionState::parse(&rec.state)
+        .is_some_and(|s| transition_allowed(s, ExecutionState::Stopped));
+    let steps = if direct { 1 } else { 2 };
     let seq = rec.seq + steps;
     let mut status = canonical_json::parse(rec.status.as_bytes()).unwrap_or(Value::Null);
     if let Some(m) = status.as_object_mut() {
@@ -783,12 +823,12 @@ fn recovered_log(
     stamp: &str,
     now_ms: i64,
     catalog: &Catalog,
-    why: &str,
+    loss: Loss,
 ) -> Option<Value> {
     let run = RunConfig::from_text(&rec.config)?;
     let config = run.sim_config(rec, catalog)?;
     let mut sim = Simulation::new(config).ok()?;
-    sim.stop(why);
+    sim.stop(loss.why());
     let mut log = sim.log()?;
     let m = log.as_object_mut()?;
     m.insert("endedAt".into(), stamp.into());
@@ -797,14 +837,7 @@ fn recovered_log(
     note.insert("lastState".into(), rec.state.as_str().into());
     note.insert("lastSeq".into(), rec.seq.into());
     note.insert("endedUnixMs".into(), now_ms.into());
-    let text = if why == "hub restart" {
-        "the hub stopped while this execution was active; on restart it was ended safely \
-         (heat off, stopped) and not resumed"
-    } else {
-        "the hub replica running this execution stopped renewing its device lease; another \
-         replica ended it safely (heat off, stopped) and did not resume it"
-    };
-    note.insert("why".into(), text.into());
+    note.insert("why".into(), loss.explanation().into());
     m.insert("x-hub".into(), Value::Object(note));
     Some(log)
 }
@@ -853,7 +886,7 @@ mod final_status_tests {
     fn the_final_status_cache_is_bounded_and_keyed_by_device() {
         let mut c = FinalStatuses::default();
         for i in 0..FinalStatuses::CAPACITY + 10 {
-            c.put("hob", &format!("ex-{i}"), 3, axum::body::Bytes::from_static(b"{}"));
+            c.put("hob", &format!("ex-{i}"), 3, bytes::Bytes::from_static(b"{}"));
         }
         // The oldest entries went first; the newest are there.
         assert!(c.get("hob", "ex-0").is_none());
@@ -864,7 +897,47 @@ mod final_status_tests {
         // Another device's path does not see it.
         assert!(c.get("oven", &last).is_none());
         // Putting the same entry again does not grow the queue.
-        c.put("hob", &last, 3, axum::body::Bytes::from_static(b"{}"));
+        c.put("hob", &last, 3, bytes::Bytes::from_static(b"{}"));
         assert_eq!(c.order.len(), FinalStatuses::CAPACITY);
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::{ExecutionRecord, recovered_status};
+
+    /// The steps a recovery takes come from the standard's state table: one where `-> stopped`
+    /// is a legal step, two (through `stopping`) otherwise, and two for a state it does not name.
+    #[test]
+    fn recovery_steps_follow_the_standards_state_table() {
+        for (state, steps) in [
+            ("accepted", 1),
+            ("stopping", 1),
+            ("preparing", 2),
+            ("running", 2),
+            ("paused", 2),
+            ("needs_human", 2),
+            ("not-a-state", 2),
+        ] {
+            let rec = ExecutionRecord {
+                id: "ex".into(),
+                request: "{}".into(),
+                config: "{}".into(),
+                status: r#"{"state":"x","seq":5}"#.into(),
+                seq: 5,
+                state: state.into(),
+                is_final: false,
+                log: None,
+                recipe_doc: None,
+                device_doc: None,
+                limits_doc: None,
+            };
+            let (status, seq) = recovered_status(&rec, "2026-01-01T00:00:00.000Z");
+            assert_eq!(seq, 5 + steps, "{state}");
+            assert_eq!(
+                status.get("state").and_then(canonical_json::Value::as_str),
+                Some("stopped")
+            );
+        }
     }
 }

@@ -39,8 +39,8 @@ impl crate::service::Hub {
         doc: Value,
         id: String,
         issued: i64,
-    ) -> Result<(bool, crate::service::executions::Answer), crate::error::ApiError> {
-        use crate::service::executions::{Answer, hold_key, idem_record};
+    ) -> Result<(bool, crate::service::idempotency::Answer), crate::service::Error> {
+        use crate::service::idempotency::{Answer, hold_key, idem_record};
         use crate::storage::{Commit, NewRecall, jcs_text};
         let _hold = hold_key(self, &key).await;
         if let Some(rec) = self.stored_answer(&key, &digest).await? {
@@ -81,11 +81,7 @@ impl crate::service::Hub {
             if existing.loose_eq(&doc) {
                 return Ok((false, Answer::Fresh(existing)));
             }
-            return Err(crate::error::ApiError::new(
-                axum::http::StatusCode::CONFLICT,
-                "conflict",
-                format!("recall {id} is already published with other content; publish a new id"),
-            ));
+            return Err(crate::service::Error::RecallExists { id });
         }
         let mut commit = Commit::default();
         let mut stopped = Vec::new();
@@ -93,7 +89,7 @@ impl crate::service::Hub {
             if let Some(run) = live.get_mut(exec_id) {
                 let reason = format!("recall {id}");
                 let (change, ()) = self.apply(exec_id, run, |sim| {
-                    Ok::<_, crate::error::ApiError>((sim.stop(&reason), ()))
+                    Ok::<_, crate::service::Error>((sim.stop(&reason), ()))
                 })?;
                 commit.absorb(change);
                 stopped.push(Value::from(exec_id.as_str()));

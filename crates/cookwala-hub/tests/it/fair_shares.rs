@@ -411,3 +411,43 @@ async fn shutdown_stops_running_executions_and_the_event_stream_carries_the_stop
     assert!(rec.log.is_some_and(|l| l.contains("aborted_safe")));
     assert!(hub.storage().unfinished().unwrap().is_empty());
 }
+
+/// The WebSocket stream is an adapter over the same subscription as SSE, so at shutdown it too
+/// sends the stored stop before its Close frame. (The old WebSocket loop passed this as well,
+/// because the stop's commit woke it before the closing flag did; it checked the flag before
+/// reading, so events still unread when the flag was set were lost. The subscription always
+/// reads what is stored before it ends.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_sends_the_stop_over_the_websocket_before_closing() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let (addr, hub, stop_server) = serve(config()).await;
+    let app = cookwala_hub::app(hub.clone());
+    let body = request("ex-down-ws", "red-lentil-soup", false);
+    let started = call(&app, post("/v1/executions", Some("down-key-ws1"), &body)).await;
+    assert_eq!(started.status, StatusCode::ACCEPTED, "{:?}", started.body);
+    hub.advance(120_000).await.unwrap();
+    let mut req = format!("ws://{addr}/v1/events/ws").into_client_request().unwrap();
+    req.headers_mut().insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+
+    let _ = stop_server.send(());
+    let mut texts = String::new();
+    let mut closed = false;
+    while let Ok(Some(Ok(msg))) = tokio::time::timeout(Duration::from_secs(60), socket.next()).await
+    {
+        match msg {
+            Message::Text(t) => texts.push_str(&t),
+            Message::Close(_) => {
+                closed = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert!(closed, "the hub closes the socket");
+    assert!(texts.contains(r#""state":"stopped""#), "{texts}");
+    assert!(texts.contains("hub shutdown"), "{texts}");
+}

@@ -217,8 +217,7 @@ async fn react(hub: Hub, alarm: Alarm, received: Instant, first: bool) {
     if let Err(e) = hub.commit(commit, true).await {
         crate::clock::note(format_args!(
             "cookwala-hub: safety alarm {}: the reaction was not recorded: {}",
-            alarm.id,
-            e.detail.unwrap_or_default()
+            alarm.id, e
         ));
     }
 }
@@ -235,8 +234,7 @@ async fn stop_all(hub: &Hub, alarm: &Alarm) -> Vec<String> {
             Ok(_) => stopped.push(id),
             Err(e) => crate::clock::note(format_args!(
                 "cookwala-hub: safety alarm {}: stopping {id} failed: {}",
-                alarm.id,
-                e.detail.unwrap_or_default()
+                alarm.id, e
             )),
         }
     }
@@ -262,8 +260,7 @@ async fn pause_all(hub: &Hub, alarm: &Alarm) -> Vec<String> {
     if let Err(e) = hub.commit(commit, true).await {
         crate::clock::note(format_args!(
             "cookwala-hub: safety alarm {}: pausing was not stored: {}",
-            alarm.id,
-            e.detail.unwrap_or_default()
+            alarm.id, e
         ));
     }
     paused

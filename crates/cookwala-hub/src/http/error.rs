@@ -1,4 +1,6 @@
 //! The one HTTP error type: every failure becomes an RFC 9457 `application/problem+json`.
+//!
+//! Under `http/`, with the rest of what speaks HTTP; public as `cookwala_hub::error`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

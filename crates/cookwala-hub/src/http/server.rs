@@ -67,7 +67,7 @@ pub(crate) async fn run(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let limits = hub.inner.config.connections.clone();
+    let limits = hub.config().connections.clone();
     let registry = Arc::new(Registry::new(&limits));
     let mut builder = hyper::server::conn::http1::Builder::new();
     let header_bytes = limits.max_header_bytes.max(MIN_HEADER_BYTES);
@@ -79,7 +79,7 @@ pub(crate) async fn run(
     let shared = Arc::new(Shared {
         router: crate::http::app(hub.clone()),
         registry: registry.clone(),
-        max_body: hub.inner.config.max_body,
+        max_body: hub.config().max_body,
         limits: limits.clone(),
         builder,
     });
@@ -205,7 +205,7 @@ async fn handle(
         match tokio::time::timeout(shared.limits.body_timeout, read).await {
             Ok(Ok(collected)) => collected.to_bytes(),
             Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                return Ok(closing(crate::limits::too_large()));
+                return Ok(closing(crate::http::limits::too_large()));
             }
             Ok(Err(_)) => {
                 return Ok(closing(ApiError::bad_request("the request body could not be read")));
