@@ -14,11 +14,12 @@
 //! them. Each execution is stored with the Recipe and Capabilities documents (and the safety
 //! limits) it ran with, so a restart ends it safely even without the files that defined them.
 //!
-//! Beside Core, the hub serves the reference tools (`/v1/tools/*`, `src/tools.rs`), its
+//! Beside Core, the hub serves the reference tools (`/v1/tools/*`, `http/tools.rs`), its
 //! conformance claim with a ConformanceReport run and signed at start-up ([`conformance`]), and
 //! its signing key at `/.well-known/cookwala.json` ([`identity`]).
 //!
-//! Every mutation of an execution happens under one lock and is committed (WAL,
+//! Every mutation of an execution happens under the hub's live-execution lock (one lock for
+//! every device today; per-execution state is issue 24's next step) and is committed (WAL,
 //! `synchronous = FULL`) before the response leaves, together with the idempotency record that
 //! lets a retried POST get the original answer and the CloudEvents that report it.
 //!

@@ -120,20 +120,7 @@ impl Writer {
     /// program not found (nothing ran, nothing recorded), collision, I/O.
     pub fn run_gate(&mut self, req: &GateRequest) -> Result<GateOutcome> {
         let joined = req.command.joined();
-        let task = match self.task(&req.task) {
-            Ok(task) => task,
-            Err(err) => {
-                let r = refusal(
-                    "ledger gate",
-                    Stage::Gate,
-                    Rule::UnknownId,
-                    &req.task,
-                    &req.task,
-                    &err.to_string(),
-                );
-                return Err(self.refused(&r, err));
-            }
-        };
+        let task = self.known_task("ledger gate", Stage::Gate, &req.task)?;
         let started = projection::task_start_seq_of(&self.events, &req.task).is_some();
         let form = match &req.command {
             GateCommand::Shell(text) => gate::Command::Text(text),

@@ -22,20 +22,7 @@ impl Writer {
     /// (recorded), missing approval (recorded, exit 3), I/O.
     pub fn start_task(&mut self, task_id: &str, who: Value) -> Result<Value> {
         self.check_manifest_pointer()?;
-        let task = match self.task(task_id) {
-            Ok(task) => task,
-            Err(err) => {
-                let r = refusal(
-                    "ledger start",
-                    Stage::TaskStart,
-                    Rule::UnknownId,
-                    task_id,
-                    task_id,
-                    &err.to_string(),
-                );
-                return Err(self.refused(&r, err));
-            }
-        };
+        let task = self.known_task("ledger start", Stage::TaskStart, task_id)?;
         // The standard's start rule: a task starts once every prerequisite is complete. (The
         // upstream helper does not check it; its scheduler only leaves such a task off the ready
         // list.) The approval refusal comes first, as upstream records it.
@@ -170,17 +157,7 @@ impl Writer {
     /// # Errors
     /// Completion refused (recorded, exit 4), unknown task.
     pub fn complete_task(&mut self, task_id: &str) -> Result<Vec<Value>> {
-        if let Err(err) = self.task(task_id) {
-            let r = refusal(
-                "ledger complete",
-                Stage::Gate,
-                Rule::UnknownId,
-                task_id,
-                task_id,
-                &err.to_string(),
-            );
-            return Err(self.refused(&r, err));
-        }
+        self.known_task("ledger complete", Stage::Gate, task_id)?;
         let open: Vec<String> = projection::delegations(&self.events, Some(task_id))
             .into_iter()
             .filter(|(_, e)| e.get("state").and_then(Value::as_str) == Some("launched"))

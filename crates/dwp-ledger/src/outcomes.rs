@@ -157,20 +157,7 @@ impl Writer {
     /// class, shell syntax, criterion binding, an artifact outside the repository); a program
     /// not found (nothing ran, nothing recorded); I/O.
     pub fn run_control(&mut self, req: &ControlRequest) -> Result<ControlOutcome> {
-        let task = match self.task(&req.task) {
-            Ok(task) => task,
-            Err(err) => {
-                let r = refusal(
-                    REQUEST,
-                    Stage::Gate,
-                    Rule::UnknownId,
-                    &req.task,
-                    &req.task,
-                    &err.to_string(),
-                );
-                return Err(self.refused(&r, err));
-            }
-        };
+        let task = self.known_task(REQUEST, Stage::Gate, &req.task)?;
         let argv = match self.admit_control(req, &task) {
             Ok(argv) => argv,
             Err((rule, value, message)) => {

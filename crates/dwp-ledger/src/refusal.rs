@@ -7,12 +7,27 @@
 //! the plan lock is held and the journal has been read whole, so a damaged, locked or
 //! unreadable journal refuses before any of this runs.
 
+use canonical_json::Value;
 use dwp::refusal::{Refusal, Rule, Stage};
 
 use crate::error::LedgerError;
 use crate::writer::Writer;
 
 impl Writer {
+    /// The contract entry of `task_id`, or the unknown-id refusal of `request` at `stage`,
+    /// recorded.
+    pub(crate) fn known_task(
+        &mut self,
+        request: &'static str,
+        stage: Stage,
+        task_id: &str,
+    ) -> Result<Value, LedgerError> {
+        self.task(task_id).map_err(|err| {
+            let r = refusal(request, stage, Rule::UnknownId, task_id, task_id, &err.to_string());
+            self.refused(&r, err)
+        })
+    }
+
     /// Appends the `refusal` event for `refusal` and returns `err` (the error the request
     /// reports). When the event itself cannot be appended, `err` keeps its kind (and so its
     /// exit code) and says why nothing was recorded.

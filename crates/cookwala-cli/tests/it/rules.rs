@@ -301,21 +301,28 @@ fn precheck_runs_the_executor_checks_then_the_dry_run() {
     assert_eq!(json_out(&out).get("reason").and_then(Value::as_str), Some("missing_capability"));
 }
 
+/// Writes the samples bundle's recipes and devices as `recipes/NAME.json` and
+/// `devices/NAME.json` under `dir`; returns the bundle.
+fn write_catalog(dir: &std::path::Path, bundle: &std::path::Path) -> Value {
+    let b = canonical_json::parse(std::fs::read(bundle).unwrap().as_slice()).unwrap();
+    for kind in ["recipes", "devices"] {
+        std::fs::create_dir_all(dir.join(kind)).unwrap();
+        for (name, doc) in b.get(kind).and_then(Value::as_object).unwrap() {
+            let text = canonical_json::to_python(doc, canonical_json::PyFormat::PRETTY).unwrap();
+            std::fs::write(dir.join(format!("{kind}/{name}.json")), text).unwrap();
+        }
+    }
+    b
+}
+
 /// Batches name documents inline, by file or by id, read standard input, reuse what they parsed
 /// without changing any result or error, and the catalog × fleet mode prints the same results.
 #[test]
 fn dry_run_batch_references_stdin_reuse_and_catalog_by_fleet() {
     let dir = tempfile::tempdir().unwrap();
     let Some(path) = samples_bundle() else { return };
-    let b = canonical_json::parse(std::fs::read(path).unwrap().as_slice()).unwrap();
+    let b = write_catalog(dir.path(), &path);
     let now = b.get("now").and_then(Value::as_str).unwrap();
-    for (kind, sub) in [("recipes", "recipes"), ("devices", "devices")] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for (name, doc) in b.get(kind).and_then(Value::as_object).unwrap() {
-            let text = canonical_json::to_python(doc, canonical_json::PyFormat::PRETTY).unwrap();
-            std::fs::write(dir.path().join(format!("{sub}/{name}.json")), text).unwrap();
-        }
-    }
     let recipe_id = |name: &str| {
         b.pointer(&format!("/recipes/{name}/id")).and_then(Value::as_str).unwrap().to_owned()
     };
@@ -441,15 +448,8 @@ fn dry_run_batch_references_stdin_reuse_and_catalog_by_fleet() {
 fn dry_run_batch_and_matrix_give_the_same_bytes_on_any_number_of_workers() {
     let dir = tempfile::tempdir().unwrap();
     let Some(path) = samples_bundle() else { return };
-    let b = canonical_json::parse(std::fs::read(path).unwrap().as_slice()).unwrap();
+    let b = write_catalog(dir.path(), &path);
     let now = b.get("now").and_then(Value::as_str).unwrap();
-    for (kind, sub) in [("recipes", "recipes"), ("devices", "devices")] {
-        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
-        for (name, doc) in b.get(kind).and_then(Value::as_object).unwrap() {
-            let text = canonical_json::to_python(doc, canonical_json::PyFormat::PRETTY).unwrap();
-            std::fs::write(dir.path().join(format!("{sub}/{name}.json")), text).unwrap();
-        }
-    }
     let cases = b.pointer("/expected/dryRuns").and_then(Value::as_array).unwrap();
     let mut lines = Vec::new();
     for case in cases {
