@@ -6,6 +6,8 @@
 #   out-of-order levels  objects whose keys arrive out of UTF-16 order, 4 KiB per level
 #   wide high keys       one object of keys that all need the UTF-16 sort
 #   unknown ops          a recipe's nodes and a device's ops the vocabulary does not know
+#   heated steps, limits every step heated, against a pack of as many limits (by op, one naming
+#                        every op, by medium alone): the walk was steps x limits
 #   signed doc           a 256-key set and a signed document of n bytes
 set -euo pipefail
 source "$ROOT/bench/complexity/lib.sh"
@@ -52,6 +54,16 @@ dry=("$CW" dry-run --now "$NOW" --recipe)
 t1=$(measure "${dry[@]}" "$WORK/recipe-50000.json" --device "$WORK/device-50000.json")
 t2=$(measure "${dry[@]}" "$WORK/recipe-100000.json" --device "$WORK/device-100000.json")
 row "dry-run: unknown ops x device ops (50k -> 100k)" "$t1" "$t2"
+
+# The dry run against a pack as large as the recipe (`--limits`, from the CLI's input).
+for n in 20000 40000; do
+    $GEN heated_recipe "$n" "$WORK/heated-$n.json"
+    $GEN limits_pack "$n" "$WORK/pack-$n.json"
+    $GEN unknown_op_device "$n" "$WORK/hdevice-$n.json"
+done
+lim() { measure "$CW" dry-run --now "$NOW" --recipe "$WORK/heated-$1.json" \
+    --device "$WORK/hdevice-$1.json" --limits "$WORK/pack-$1.json"; }
+row "dry-run --limits: heated steps x limits (20k -> 40k)" "$(lim 20000)" "$(lim 40000)"
 
 # Verify: the signer's key is the last of 256 (the most a set holds).
 keys="$WORK/keys"

@@ -43,6 +43,25 @@ def unknown_op_device(nodes):
     return json.dumps({"kind": "Capabilities", "capabilities": {"ops": [{"op": "x-op.%d" % i} for i in range(nodes)]}})
 
 
+def heated_recipe(nodes):
+    return json.dumps({
+        "core": "0.2.1", "kind": "Recipe", "id": "hostile", "revision": 1,
+        "process": {"nodes": [{"id": "n%d" % i, "op": "x-op.%d" % i, "params": {"tempC": 100}}
+                              for i in range(nodes)]},
+    })
+
+
+def limits_pack(nodes):
+    """A limit per op (in the steps' reverse order), one naming every op, limits by medium alone."""
+    limits = [{"id": "l%d" % i, "kind": "max_temp", "unit": "degC", "max": 300,
+               "appliesTo": {"ops": ["x-op.%d" % i]}} for i in reversed(range(nodes))]
+    limits.append({"id": "every", "kind": "max_temp", "unit": "degC", "max": 400,
+                   "appliesTo": {"ops": ["x-op.%d" % i for i in range(nodes)]}})
+    limits += [{"id": "m%d" % i, "kind": "max_temp", "unit": "degC", "max": 1,
+                "appliesTo": {"medium": "oil"}} for i in range(nodes)]
+    return json.dumps({"kind": "SafetyLimits", "limits": limits})
+
+
 def big_doc(size):
     return json.dumps({"kind": "Recall", "id": "rc-1", "x-data": ["\U0001F600 %d" % i for i in range(size // 12)]},
                       ensure_ascii=False)
@@ -55,6 +74,8 @@ text = {
     "unknown_op_recipe": lambda: unknown_op_recipe(n),
     "unknown_op_device": lambda: unknown_op_device(n),
     "big_doc": lambda: big_doc(n),
+    "heated_recipe": lambda: heated_recipe(n),
+    "limits_pack": lambda: limits_pack(n),
 }[shape]()
 with open(out, "w", encoding="utf-8") as f:
     f.write(text)

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
 use canonical_json::{DEFAULT_MAX_DEPTH, Limits, Map, Value, parse_prefix};
-use cookwala::dryrun::{self, Options, PreparedDevice, PreparedRecipe};
+use cookwala::dryrun::{self, LimitIndex, Options, PreparedDevice, PreparedRecipe};
 use cookwala::time::Instant;
 use cookwala::vocab::Vocabulary;
 use rayon::prelude::*;
@@ -226,6 +226,29 @@ struct Shared<'a> {
 struct Worker {
     files: HashMap<PathBuf, Arc<Value>>,
     texts: TextCache,
+    /// The packs of `files` and the default, indexed for the dry run, by the address of the
+    /// document they index (held here too, so the address is not reused while the entry lives).
+    /// Emptied past [`MAX_INDEXED_PACKS`].
+    indexes: HashMap<usize, (Arc<Value>, Arc<LimitIndex>)>,
+}
+
+/// The packs a worker keeps indexed: a batch that uses more, in turn, indexes a pack again when
+/// it comes back (each time linear in that pack).
+const MAX_INDEXED_PACKS: usize = 64;
+
+impl Worker {
+    fn index(&mut self, vocab: &Vocabulary, pack: &Arc<Value>) -> Arc<LimitIndex> {
+        let key = Arc::as_ptr(pack) as usize;
+        if let Some((_, index)) = self.indexes.get(&key) {
+            return Arc::clone(index);
+        }
+        if self.indexes.len() >= MAX_INDEXED_PACKS {
+            self.indexes.clear();
+        }
+        let index = Arc::new(LimitIndex::new(vocab, pack));
+        self.indexes.insert(key, (Arc::clone(pack), Arc::clone(&index)));
+        index
+    }
 }
 
 impl Shared<'_> {
@@ -281,15 +304,17 @@ impl Shared<'_> {
             }
         };
         // As before: no `limits` member means the default pack, `null` means none.
-        let limits: Option<Arc<Value>> = match get("limits") {
-            Some(l) if l.is_null() => None,
-            Some(l) => Some(l),
+        // An inline pack is indexed with its line (linear in the line); a file's pack or the
+        // default is indexed once per worker and kept, as the file's document is.
+        let (limits, kept): (Option<Arc<Value>>, bool) = match get("limits") {
+            Some(l) if l.is_null() => (None, false),
+            Some(l) => (Some(l), false),
             None => match get("limitsFile") {
                 Some(name) => {
                     let name = name.as_str().context("limitsFile is not a string")?;
-                    Some(self.file(worker, name)?)
+                    (Some(self.file(worker, name)?), true)
                 }
-                None => Some(Arc::clone(&self.default_limits)),
+                None => (Some(Arc::clone(&self.default_limits)), true),
             },
         };
         let now = match get("now").as_deref() {
@@ -303,7 +328,11 @@ impl Shared<'_> {
             limits: limits.as_deref(),
             now,
         };
-        let result = dryrun::dry_run(self.vocab, &recipe, &caps, options)?;
+        let index = limits.as_ref().map(|pack| match kept {
+            true => worker.index(self.vocab, pack),
+            false => Arc::new(LimitIndex::new(self.vocab, pack)),
+        });
+        let result = dryrun::dry_run_indexed(self.vocab, &recipe, &caps, options, index.as_deref())?;
         Ok(result.summary())
     }
 
@@ -471,7 +500,11 @@ pub fn run_batch(vocab: &Vocabulary, batch: &Batch<'_>) -> Result<bool> {
     let pool = pool(batch.jobs)?;
     let budget = CACHE_BUDGET / pool.current_num_threads().max(1);
     let workers: Vec<Mutex<Worker>> = (0..pool.current_num_threads())
-        .map(|_| Mutex::new(Worker { files: HashMap::new(), texts: TextCache::new(budget) }))
+        .map(|_| Mutex::new(Worker {
+                    files: HashMap::new(),
+                    texts: TextCache::new(budget),
+                    indexes: HashMap::new(),
+                }))
         .collect();
     let mut all_ok = true;
     let stdout = std::io::stdout();
@@ -574,6 +607,8 @@ pub fn run_matrix(vocab: &Vocabulary, matrix: &Matrix<'_>) -> Result<bool> {
         .iter()
         .map(|(id, doc)| (id.as_str(), PreparedDevice::new(vocab, doc, matrix.now)))
         .collect();
+    // The pack is indexed once for the whole catalog.
+    let limits = matrix.limits.map(|pack| LimitIndex::new(vocab, pack));
     let pool = pool(matrix.jobs)?;
     let round = pool.current_num_threads().max(1) * RECIPES_PER_WORKER;
     let mut all_ok = true;
@@ -583,7 +618,9 @@ pub fn run_matrix(vocab: &Vocabulary, matrix: &Matrix<'_>) -> Result<bool> {
         let rows: Vec<(Vec<String>, Vec<Map>)> = pool.install(|| {
             recipes
                 .par_iter()
-                .map(|(recipe_id, recipe)| recipe_row(vocab, matrix, &devices, recipe_id, recipe))
+                .map(|(recipe_id, recipe)| {
+                    recipe_row(vocab, matrix, limits.as_ref(), &devices, recipe_id, recipe)
+                })
                 .collect()
         });
         for (warnings, lines) in rows {
@@ -607,11 +644,12 @@ pub fn run_matrix(vocab: &Vocabulary, matrix: &Matrix<'_>) -> Result<bool> {
 fn recipe_row(
     vocab: &Vocabulary,
     matrix: &Matrix<'_>,
+    limits: Option<&LimitIndex>,
     devices: &[(&str, PreparedDevice<'_>)],
     recipe_id: &str,
     recipe: &Value,
 ) -> (Vec<String>, Vec<Map>) {
-    let prepared = PreparedRecipe::new(vocab, recipe, matrix.limits);
+    let prepared = PreparedRecipe::with_index(vocab, recipe, limits);
     let warnings = prepared
         .as_ref()
         .map(PreparedRecipe::warnings)

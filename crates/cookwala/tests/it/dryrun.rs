@@ -1,10 +1,11 @@
 //! The dry run against the upstream sample bundle: 4 recipes × 4 devices × humanPresent.
 
 use canonical_json::Value;
-use cookwala::dryrun::{DryRun, Options, dry_run};
+use cookwala::dryrun::{DryRun, Options, RefusalReason, check_node_params, dry_run};
 use cookwala::limits::default_pack;
 use cookwala::time::parse_timestamp;
 use cookwala::vocab::Vocabulary;
+use proptest::prelude::*;
 
 fn bundle() -> Option<Value> {
     let path = test_support::samples_bundle()?;
@@ -81,5 +82,163 @@ fn the_dry_run_is_deterministic_and_now_matters_only_for_calibrations() {
     let first = run(&b, "koshari", "demo-hob-robot", true, &limits);
     for _ in 0..5 {
         assert_eq!(run(&b, "koshari", "demo-hob-robot", true, &limits), first);
+    }
+}
+
+/// The reference's walk over the pack for one step (its `limit_fires` in pack order), kept here
+/// as the model the indexed pack is checked against. The one departure is the library's: `ops`
+/// that is not an array names every op.
+fn walk(pack: &Value, op: &str, temps: &[(&str, i64)], pressure: Option<i64>) -> Option<String> {
+    let vocab = Vocabulary::builtin();
+    let medium = vocab.op(op).and_then(|o| o.envelope.as_ref()).map(|e| e.medium.as_str());
+    let num = |v: Option<&Value>| v.and_then(Value::as_f64);
+    for lim in pack.get("limits")?.as_array()? {
+        let applies = lim.get("appliesTo");
+        let truthy = |v: &&Value| cookwala::envelope::truthy(v);
+        let ops = applies.and_then(|a| a.get("ops")).filter(truthy);
+        let med = applies.and_then(|a| a.get("medium")).filter(truthy);
+        if let Some(Value::Array(items)) = ops
+            && !items.iter().any(|o| o.as_str() == Some(op))
+        {
+            continue;
+        }
+        if let Some(m) = med
+            && Some(m.as_str().unwrap_or("\u{0}")) != medium
+        {
+            continue;
+        }
+        if ops.is_none() && med.is_none() {
+            continue;
+        }
+        let id = lim.get("id").and_then(Value::as_str).unwrap_or("<unnamed>");
+        let kind = lim.get("kind").and_then(Value::as_str);
+        let unit = lim.get("unit").and_then(Value::as_str);
+        if kind == Some("max_temp") && unit == Some("degC") {
+            for &(key, t) in temps {
+                match num(lim.get("max")) {
+                    Some(m) if t as f64 <= m => {}
+                    Some(m) => return Some(format!("{key} {t} °C exceeds local limit {id} ({m} °C)")),
+                    None => return Some(format!("local limit {id} has no numeric max; refusing")),
+                }
+            }
+        }
+        if kind == Some("pressure")
+            && let (Some(pk), Some(max)) = (pressure, lim.get("max"))
+        {
+            match num(Some(max)) {
+                Some(m) if pk as f64 <= m => {}
+                Some(m) => return Some(format!("pressure {pk} kPa exceeds local limit {id} ({m} kPa)")),
+                None => return Some(format!("local limit {id} has no numeric max; refusing")),
+            }
+        }
+    }
+    None
+}
+
+const OPS: [&str; 8] = [
+    "cw.op.fry",
+    "cw.op.deep_fry",
+    "cw.op.boil",
+    "cw.op.heat",
+    "cw.op.pressure_cook",
+    "cw.op.cut",
+    "x-op.a",
+    "x-op.b",
+];
+
+fn arb_limit() -> impl Strategy<Value = Value> {
+    let kind = prop_oneof![Just("max_temp"), Just("pressure"), Just("min_core_temp")];
+    let unit = prop_oneof![Just(Some("degC")), Just(Some("kPa")), Just(None)];
+    let max = prop_oneof![
+        Just(None),
+        (0i64..16).prop_map(|m| Some(Value::from(m * 25))),
+        Just(Some(Value::from("hot"))),
+    ];
+    let op = (0..OPS.len()).prop_map(|i| Value::from(OPS[i]));
+    let ops = prop_oneof![
+        Just(None),
+        Just(Some(Value::Array(vec![]))),
+        proptest::collection::vec(op, 1..4).prop_map(|v| Some(Value::Array(v))),
+        Just(Some(Value::Array(vec![Value::from(5i64), Value::from("cw.op.fry")]))),
+        Just(Some(Value::from("cw.op.fry"))),
+        Just(Some(Value::from(5i64))),
+    ];
+    let medium = prop_oneof![
+        Just(None),
+        Just(Some(Value::from(""))),
+        Just(Some(Value::from("oil"))),
+        Just(Some(Value::from("water"))),
+        Just(Some(Value::from("pan_surface"))),
+        Just(Some(Value::from("pressure"))),
+        Just(Some(Value::from(7i64))),
+    ];
+    (0u32..1000, kind, unit, max, ops, medium).prop_map(|(id, kind, unit, max, ops, medium)| {
+        let mut lim = canonical_json::Map::new();
+        lim.insert("id".into(), Value::from(format!("l{id}")));
+        lim.insert("kind".into(), Value::from(kind));
+        if let Some(u) = unit {
+            lim.insert("unit".into(), Value::from(u));
+        }
+        if let Some(m) = max {
+            lim.insert("max".into(), m);
+        }
+        let mut applies = canonical_json::Map::new();
+        if let Some(o) = ops {
+            applies.insert("ops".into(), o);
+        }
+        if let Some(m) = medium {
+            applies.insert("medium".into(), m);
+        }
+        lim.insert("appliesTo".into(), Value::Object(applies));
+        Value::Object(lim)
+    })
+}
+
+proptest! {
+    /// The indexed pack finds the limit the walk stops at, with the walk's text, for every
+    /// pack shape the schema allows and several it does not.
+    #[test]
+    fn the_indexed_pack_agrees_with_the_walk(
+        limits in proptest::collection::vec(arb_limit(), 0..16),
+        op in 0..OPS.len(),
+        temp in proptest::option::of(0i64..15),
+        oil in proptest::option::of(0i64..15),
+        pressure in proptest::option::of(0i64..4),
+    ) {
+        // Steps on the limits' own thresholds (multiples of 25), where `>` and `>=` part.
+        let (temp, oil) = (temp.map(|t| t * 25), oil.map(|t| t * 25));
+        let pressure = pressure.map(|p| p * 50);
+        let op = OPS[op];
+        let mut params = canonical_json::Map::new();
+        let mut temps = Vec::new();
+        if let Some(t) = temp {
+            params.insert("tempC".into(), Value::from(t));
+            temps.push(("tempC", t));
+        }
+        if let Some(t) = oil {
+            params.insert("oilTempC".into(), Value::from(t));
+            temps.push(("oilTempC", t));
+        }
+        if let Some(p) = pressure {
+            params.insert("pressureKPa".into(), Value::from(p));
+        }
+        let mut node = canonical_json::Map::new();
+        node.insert("id".into(), Value::from("n0"));
+        node.insert("op".into(), Value::from(op));
+        node.insert("params".into(), Value::Object(params));
+        let node = Value::Object(node);
+        let mut pack = canonical_json::Map::new();
+        pack.insert("limits".into(), Value::Array(limits));
+        let pack = Value::Object(pack);
+        let got = check_node_params(Vocabulary::builtin(), op, &node, Some(&pack), 0).unwrap();
+        match got {
+            // The envelope speaks first; the limits are not reached.
+            Some((RefusalReason::EnvelopeOutOfRange, _)) => {}
+            Some((RefusalReason::SafetyLimit, detail)) => {
+                prop_assert_eq!(Some(detail), walk(&pack, op, &temps, pressure));
+            }
+            Some((other, detail)) => prop_assert!(false, "{other:?}: {detail}"),
+            None => prop_assert_eq!(None, walk(&pack, op, &temps, pressure)),
+        }
     }
 }

@@ -138,3 +138,49 @@ fn an_unsupported_core_is_quoted_by_a_short_prefix() {
     assert_eq!(refusal.reason.as_str(), "unsupported_version");
     assert_eq!(refusal.detail, format!("core {}…; this executor speaks 0.2.x", &core[..64]));
 }
+
+/// A recipe filling the body limit with heated steps, each of its own unknown op, against a pack
+/// filling the body limit: a limit per op (ordered against the steps), one limit naming every
+/// op, and limits scoped by a medium alone. The walk checked every limit for every step and
+/// scanned the long `ops` array each time (about 10^9 comparisons here); the indexed pack
+/// reads the pack once and binary-searches per step. Only the last step's own limit fires.
+#[test]
+fn dry_run_of_a_body_limit_of_heated_steps_against_a_body_limit_pack() {
+    let n = BODY_LIMIT / 64;
+    let nodes: Vec<String> = (0..n)
+        .map(|i| format!(r#"{{"id":"n{i}","op":"x-op.{i}","params":{{"tempC":100}}}}"#))
+        .collect();
+    let ops: Vec<String> = (0..n).map(|i| format!(r#"{{"op":"x-op.{i}"}}"#)).collect();
+    let recipe = json(&format!(r#"{{"id":"r","process":{{"nodes":[{}]}}}}"#, nodes.join(",")));
+    let device = json(&format!(r#"{{"capabilities":{{"ops":[{}]}}}}"#, ops.join(",")));
+    let per_op = n / 2;
+    let mut limits: Vec<String> = (0..per_op)
+        .rev()
+        .map(|i| {
+            let max = 300;
+            format!(
+                r#"{{"id":"l{i}","kind":"max_temp","unit":"degC","max":{max},"appliesTo":{{"ops":["x-op.{i}"]}}}}"#
+            )
+        })
+        .collect();
+    let every: Vec<String> = (0..n).map(|i| format!(r#""x-op.{i}""#)).collect();
+    limits.push(format!(
+        r#"{{"id":"every","kind":"max_temp","unit":"degC","max":400,"appliesTo":{{"ops":[{}]}}}}"#,
+        every.join(",")
+    ));
+    limits.extend((0..n / 8).map(|i| {
+        format!(r#"{{"id":"m{i}","kind":"max_temp","unit":"degC","max":1,"appliesTo":{{"medium":"oil"}}}}"#)
+    }));
+    limits.push(format!(
+        r#"{{"id":"last","kind":"max_temp","unit":"degC","max":50,"appliesTo":{{"ops":["x-op.{}"]}}}}"#,
+        n - 1
+    ));
+    let pack = json(&format!(r#"{{"limits":[{}]}}"#, limits.join(",")));
+    let now = parse_timestamp("2026-10-05T00:00:00Z").unwrap();
+    let options = Options { human_present: false, allow_model: true, limits: Some(&pack), now };
+    let run = dry_run(Vocabulary::builtin(), &recipe, &device, options).unwrap();
+    let refusal = run.refusal.expect("the last step's limit fires");
+    assert_eq!(refusal.node.as_deref(), Some(format!("n{}", n - 1).as_str()));
+    assert_eq!(refusal.detail, "tempC 100 °C exceeds local limit last (50 °C)");
+    assert_eq!(run.plan.len(), n - 1);
+}

@@ -10,6 +10,11 @@
 //! Documents are read as JSON values, as the reference reads them. Input the reference would
 //! crash on (a node without a string `id` or `op`, `process.nodes` not an array, `params` that
 //! is not an object) is a [`DryRunError`] naming the JSON pointer; it never panics.
+//!
+//! One departure, outside the schema: a limit whose `appliesTo.ops` is not an array applies to
+//! every op (within its medium), where the reference would search a string for the op as a
+//! substring. A malformed scope fails closed, and the pack can be indexed in linear time
+//! ([`LimitIndex`]), so a step costs O(log limits) whatever the pack holds.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -19,6 +24,10 @@ use canonical_json::{Map, Value};
 use crate::envelope::{finite, truthy};
 use crate::time::Instant;
 use crate::vocab::{Envelope, Op, RungKind, RungSpec, Vocabulary};
+
+mod pack;
+
+pub use pack::LimitIndex;
 
 /// The Core `RefusalReason` enum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -262,7 +271,23 @@ pub fn dry_run<'a>(
     capabilities: &'a Value,
     options: Options<'_>,
 ) -> Result<DryRun<'a>, DryRunError> {
-    let prepared = PreparedRecipe::new(vocab, recipe, options.limits)?;
+    let index = options.limits.map(|pack| LimitIndex::new(vocab, pack));
+    dry_run_indexed(vocab, recipe, capabilities, options, index.as_ref())
+}
+
+/// [`dry_run`] with the pack already indexed (`limits` is used in place of `options.limits`):
+/// a caller that checks many recipes against one pack indexes it once.
+///
+/// # Errors
+/// As [`dry_run`].
+pub fn dry_run_indexed<'a>(
+    vocab: &'a Vocabulary,
+    recipe: &'a Value,
+    capabilities: &'a Value,
+    options: Options<'_>,
+    limits: Option<&LimitIndex>,
+) -> Result<DryRun<'a>, DryRunError> {
+    let prepared = PreparedRecipe::with_index(vocab, recipe, limits)?;
     let device = PreparedDevice::new(vocab, capabilities, options.now);
     run_prepared(&prepared, &device, options.human_present, options.allow_model)
 }
@@ -289,7 +314,8 @@ pub struct PreparedRecipe<'a> {
 }
 
 impl<'a> PreparedRecipe<'a> {
-    /// Prepares `recipe` with `limits`.
+    /// Prepares `recipe` with `limits` (the pack is indexed for this recipe; a caller with many
+    /// recipes and one pack indexes it once and calls [`PreparedRecipe::with_index`]).
     ///
     /// # Errors
     /// [`DryRunError`] when `process` / `process.nodes` cannot be read at all.
@@ -297,6 +323,19 @@ impl<'a> PreparedRecipe<'a> {
         vocab: &'a Vocabulary,
         recipe: &'a Value,
         limits: Option<&Value>,
+    ) -> Result<PreparedRecipe<'a>, DryRunError> {
+        let index = limits.map(|pack| LimitIndex::new(vocab, pack));
+        PreparedRecipe::with_index(vocab, recipe, index.as_ref())
+    }
+
+    /// Prepares `recipe` with a pack already indexed.
+    ///
+    /// # Errors
+    /// [`DryRunError`] when `process` / `process.nodes` cannot be read at all.
+    pub fn with_index(
+        vocab: &'a Vocabulary,
+        recipe: &'a Value,
+        limits: Option<&LimitIndex>,
     ) -> Result<PreparedRecipe<'a>, DryRunError> {
         let nodes = recipe_nodes(recipe)?;
         let mut out =
@@ -583,7 +622,8 @@ pub fn check_node_params(
     limits: Option<&Value>,
     node_index: usize,
 ) -> Result<Option<(RefusalReason, String)>, DryRunError> {
-    check_params(vocab, op, vocab.op(op), node, limits, node_index)
+    let index = limits.map(|pack| LimitIndex::new(vocab, pack));
+    check_params(vocab, op, vocab.op(op), node, index.as_ref(), node_index)
 }
 
 fn check_params(
@@ -591,7 +631,7 @@ fn check_params(
     op: &str,
     entry: Option<&Op>,
     node: &Value,
-    limits: Option<&Value>,
+    limits: Option<&LimitIndex>,
     node_index: usize,
 ) -> Result<Option<(RefusalReason, String)>, DryRunError> {
     let env: Option<&Envelope> = entry.and_then(|o| o.envelope.as_ref());
@@ -682,17 +722,26 @@ fn check_params(
         // No temperature and no pressure: no max_temp or pressure limit can fire.
         return Ok(None);
     }
-    let list = limits.and_then(|l| l.get("limits")).and_then(Value::as_array);
-    for lim in list.unwrap_or_default() {
-        if let Some(hit) = limit_fires(lim, op, env, &nums, pressure) {
-            return Ok(Some((RefusalReason::SafetyLimit, hit)));
-        }
-    }
-    Ok(None)
+    let Some(index) = limits else { return Ok(None) };
+    let max_temp = nums.iter().map(|&(_, t)| t).reduce(f64::max);
+    let medium = env.map(|e| e.medium.as_str());
+    let Some(first) = index.first_firing(op, medium, max_temp, pressure) else {
+        return Ok(None);
+    };
+    // The index found the limit the reference's walk stops at; the walk's own test writes its
+    // text. (Were they ever to disagree, the step is refused all the same: fail closed.)
+    let lim = index.limits().get(first);
+    let id = lim.and_then(|l| l.get("id")).and_then(Value::as_str).unwrap_or("<unnamed>");
+    let hit = lim
+        .and_then(|l| limit_fires(l, op, env, &nums, pressure))
+        .unwrap_or_else(|| format!("local limit {id} applies to {op}; refusing"));
+    Ok(Some((RefusalReason::SafetyLimit, hit)))
 }
 
 /// One limit against one step (reference matching: `ops` and `medium` must both match when
-/// given; a limit with neither is skipped). A malformed bound fails closed.
+/// given; a limit with neither is skipped). A malformed bound fails closed, and so does a
+/// malformed scope: `ops` that is not an array (outside the schema; the reference would search
+/// a string for the op as a substring) names every op.
 fn limit_fires(
     lim: &Value,
     op: &str,
@@ -706,8 +755,7 @@ fn limit_fires(
     if let Some(ops) = ops {
         let listed = match ops {
             Value::Array(items) => items.iter().any(|o| o.as_str() == Some(op)),
-            Value::String(s) => s.contains(op),
-            _ => false,
+            _ => true,
         };
         if !listed {
             return None;
