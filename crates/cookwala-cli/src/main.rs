@@ -109,7 +109,14 @@ enum Command {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    // A one-shot command whose reader goes away (`cookwala dry-run … | head`) ends as Unix tools
+    // do, by SIGPIPE, instead of panicking in `println!`. The server keeps Rust's default (the
+    // signal ignored, a closed peer an error on its own connection).
+    if !matches!(cli.command, Command::Serve(_)) {
+        sigpipe::reset();
+    }
+    match run(cli) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(err) => {

@@ -332,7 +332,8 @@ impl Shared<'_> {
             true => worker.index(self.vocab, pack),
             false => Arc::new(LimitIndex::new(self.vocab, pack)),
         });
-        let result = dryrun::dry_run_indexed(self.vocab, &recipe, &caps, options, index.as_deref())?;
+        let result =
+            dryrun::dry_run_indexed(self.vocab, &recipe, &caps, options, index.as_deref())?;
         Ok(result.summary())
     }
 
@@ -500,11 +501,13 @@ pub fn run_batch(vocab: &Vocabulary, batch: &Batch<'_>) -> Result<bool> {
     let pool = pool(batch.jobs)?;
     let budget = CACHE_BUDGET / pool.current_num_threads().max(1);
     let workers: Vec<Mutex<Worker>> = (0..pool.current_num_threads())
-        .map(|_| Mutex::new(Worker {
-                    files: HashMap::new(),
-                    texts: TextCache::new(budget),
-                    indexes: HashMap::new(),
-                }))
+        .map(|_| {
+            Mutex::new(Worker {
+                files: HashMap::new(),
+                texts: TextCache::new(budget),
+                indexes: HashMap::new(),
+            })
+        })
         .collect();
     let mut all_ok = true;
     let stdout = std::io::stdout();

@@ -519,3 +519,38 @@ fn dry_run_batch_and_matrix_give_the_same_bytes_on_any_number_of_workers() {
     );
     assert!(String::from_utf8_lossy(&out).lines().count() > 5000);
 }
+
+/// `cookwala dry-run … | head`: a reader that goes away ends the command by SIGPIPE, as Unix
+/// tools end, not by a panic (exit 101) in the middle of its output.
+#[test]
+fn dry_run_whose_reader_goes_away_ends_by_sigpipe_without_a_panic() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let n = 200_000;
+    let nodes: Vec<String> =
+        (0..n).map(|i| format!(r#"{{"id":"n{i}","op":"x-op.{i}"}}"#)).collect();
+    let ops: Vec<String> = (0..n).map(|i| format!(r#"{{"op":"x-op.{i}"}}"#)).collect();
+    let recipe = format!(r#"{{"id":"r","process":{{"nodes":[{}]}}}}"#, nodes.join(","));
+    let device = format!(r#"{{"capabilities":{{"ops":[{}]}}}}"#, ops.join(","));
+    std::fs::write(dir.path().join("r.json"), recipe).unwrap();
+    std::fs::write(dir.path().join("d.json"), device).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["dry-run", "--now", "2026-10-05T00:00:00Z", "--recipe", "r.json"])
+        .args(["--device", "d.json"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert_eq!(first.trim(), "accepted");
+    // The reader is dropped here: the rest of the plan (megabytes) has nowhere to go.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.signal(), Some(13), "{:?} {err}", out.status);
+}

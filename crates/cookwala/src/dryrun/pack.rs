@@ -115,7 +115,7 @@ impl LimitIndex {
     /// Indexes `pack` (a SafetyLimits document; a pack without a `limits` array has none).
     /// `vocab` gives each named op's medium.
     pub fn new(vocab: &Vocabulary, pack: &Value) -> LimitIndex {
-        let all = pack.get("limits").and_then(Value::as_array).map_or(&[][..], |a| &a[..]);
+        let all = pack.get("limits").and_then(Value::as_array).map_or(&[][..], |a| a);
         let mut index = LimitIndex::default();
         for limit in all {
             let Some(trigger) = trigger(limit) else { continue };
@@ -146,7 +146,7 @@ impl LimitIndex {
                 }
                 (_, Some(m)) => {
                     index.by_medium.entry(medium_key(m).to_owned()).or_default().push(i, trigger);
-                },
+                }
                 (Some(_), None) => index.every_op.push(i, trigger),
                 // Neither scope: the reference skips the limit.
                 (None, None) => {}
@@ -169,11 +169,8 @@ impl LimitIndex {
         max_temp: Option<f64>,
         pressure: Option<f64>,
     ) -> Option<usize> {
-        let groups = [
-            Some(&self.every_op),
-            medium.and_then(|m| self.by_medium.get(m)),
-            self.by_op.get(op),
-        ];
+        let groups =
+            [Some(&self.every_op), medium.and_then(|m| self.by_medium.get(m)), self.by_op.get(op)];
         groups.into_iter().flatten().filter_map(|g| g.first_firing(max_temp, pressure)).min()
     }
 }

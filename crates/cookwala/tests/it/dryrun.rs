@@ -117,7 +117,9 @@ fn walk(pack: &Value, op: &str, temps: &[(&str, i64)], pressure: Option<i64>) ->
             for &(key, t) in temps {
                 match num(lim.get("max")) {
                     Some(m) if t as f64 <= m => {}
-                    Some(m) => return Some(format!("{key} {t} °C exceeds local limit {id} ({m} °C)")),
+                    Some(m) => {
+                        return Some(format!("{key} {t} °C exceeds local limit {id} ({m} °C)"));
+                    }
                     None => return Some(format!("local limit {id} has no numeric max; refusing")),
                 }
             }
@@ -127,7 +129,9 @@ fn walk(pack: &Value, op: &str, temps: &[(&str, i64)], pressure: Option<i64>) ->
         {
             match num(Some(max)) {
                 Some(m) if pk as f64 <= m => {}
-                Some(m) => return Some(format!("pressure {pk} kPa exceeds local limit {id} ({m} kPa)")),
+                Some(m) => {
+                    return Some(format!("pressure {pk} kPa exceeds local limit {id} ({m} kPa)"));
+                }
                 None => return Some(format!("local limit {id} has no numeric max; refusing")),
             }
         }
