@@ -467,7 +467,7 @@ fn run_window(
 }
 
 /// The pool of a batch or matrix run: `jobs` threads.
-fn pool(jobs: usize) -> Result<rayon::ThreadPool> {
+pub(crate) fn pool(jobs: usize) -> Result<rayon::ThreadPool> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .thread_name(|i| format!("dry-run-{i}"))

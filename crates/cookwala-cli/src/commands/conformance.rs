@@ -6,7 +6,9 @@ use anyhow::{Context, Result, bail};
 use canonical_json::{Map, Value};
 use cookwala::conformance::{self, CORE_SUITES, RunError, SuiteReport};
 use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 
+use crate::commands::{batch, rules};
 use crate::input::read_json;
 use crate::output::compact;
 
@@ -67,6 +69,7 @@ pub fn run(
     dir: &Path,
     selected: &[String],
     json: bool,
+    jobs: usize,
     report: Option<&ReportArgs>,
 ) -> Result<bool> {
     let available = discover(dir)?;
@@ -94,13 +97,19 @@ pub fn run(
         ProgressStyle::with_template("{spinner} {msg:24} [{bar:30}] {pos}/{len}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let mut reports = Vec::new();
-    for (name, vectors) in &loaded {
-        progress.set_message(name.clone());
-        let report = run_one(name, vectors)?;
-        progress.inc(report.total as u64);
-        reports.push(report);
-    }
+    // Suites are independent: they run on `jobs` workers and are reported in their order, so
+    // the output is the same for any number of workers.
+    progress.set_message(format!("{} suites", loaded.len()));
+    let reports: Vec<SuiteReport> = batch::pool(jobs)?.install(|| {
+        loaded
+            .par_iter()
+            .map(|(name, vectors)| {
+                let report = run_one(name, vectors)?;
+                progress.inc(report.total as u64);
+                Ok(report)
+            })
+            .collect::<Result<_>>()
+    })?;
     progress.finish_and_clear();
 
     let hash_ok = !selected.is_empty() || check_vectors_hash(dir, &available)?;
@@ -290,6 +299,10 @@ pub enum ConformanceCommand {
         /// The conformance class the report claims
         #[arg(long, default_value = "verifier", requires = "report")]
         claim: String,
+        /// Worker threads, one suite each at a time (default: the cores available); the
+        /// output is the same for any N
+        #[arg(long, value_name = "N")]
+        jobs: Option<std::num::NonZeroUsize>,
     },
 }
 
@@ -306,14 +319,18 @@ impl ConformanceCommand {
                 report,
                 key,
                 claim,
-            } => match (check, report, key) {
-                (Some(file), _, _) => verify_report(&vectors, &file, &keys, json),
-                (None, Some(out), Some(key)) => {
-                    let args = ReportArgs { out, key, claim };
-                    run(&vectors, &suites, json, Some(&args))
+                jobs,
+            } => {
+                let jobs = rules::jobs(jobs);
+                match (check, report, key) {
+                    (Some(file), _, _) => verify_report(&vectors, &file, &keys, json),
+                    (None, Some(out), Some(key)) => {
+                        let args = ReportArgs { out, key, claim };
+                        run(&vectors, &suites, json, jobs, Some(&args))
+                    }
+                    (None, _, _) => run(&vectors, &suites, json, jobs, None),
                 }
-                (None, _, _) => run(&vectors, &suites, json, None),
-            },
+            }
         }
     }
 }

@@ -269,7 +269,7 @@ pub struct DryRunArgs {
 }
 
 /// `--jobs N`, else the cores this process may use.
-fn jobs(requested: Option<std::num::NonZeroUsize>) -> usize {
+pub(crate) fn jobs(requested: Option<std::num::NonZeroUsize>) -> usize {
     requested
         .or_else(|| std::thread::available_parallelism().ok())
         .map_or(1, std::num::NonZeroUsize::get)

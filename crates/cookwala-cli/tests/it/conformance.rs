@@ -353,3 +353,29 @@ fn run_writes_a_signed_report_that_verify_report_accepts() {
     let out = cookwala(dir.path(), &["conformance", "run", "--vectors", v, "--report", "x.json"]);
     assert_exit(&out, 2);
 }
+
+/// Suites run on workers and are reported in their order: one worker and several print the
+/// same bytes, in text and in JSON.
+#[test]
+fn any_number_of_workers_prints_the_same_bytes() {
+    let Some(vectors) = shared("standards/cookwala/conformance") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let v = vectors.to_str().unwrap();
+    for json in [false, true] {
+        let outs: Vec<String> = ["1", "2", "8"]
+            .iter()
+            .map(|jobs| {
+                let mut args = vec!["conformance", "run", "--vectors", v, "--jobs", jobs];
+                if json {
+                    args.push("--json");
+                }
+                let out = cookwala(dir.path(), &args);
+                assert_exit(&out, 0);
+                stdout(&out)
+            })
+            .collect();
+        assert!(outs[0].contains("passed"), "{}", outs[0]);
+        assert_eq!(outs[0], outs[1]);
+        assert_eq!(outs[0], outs[2]);
+    }
+}
