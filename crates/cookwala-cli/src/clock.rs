@@ -15,6 +15,11 @@ pub fn unix_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_millis() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
+}
+
 /// The instant `--now` (or a batch line's `now`) names, or the current time.
 ///
 /// # Errors

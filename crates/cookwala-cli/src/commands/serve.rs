@@ -267,10 +267,7 @@ fn default_replica() -> String {
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "hub".to_owned());
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    format!("{host}-{}-{start}", std::process::id())
+    format!("{host}-{}-{}", std::process::id(), crate::clock::unix_millis())
 }
 
 /// The broker of `--mqtt`/`--kitchen`; the password from `--mqtt-password-file` (trailing
