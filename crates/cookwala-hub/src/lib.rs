@@ -47,7 +47,6 @@ pub mod storage;
 
 pub use catalog::{Catalog, CatalogError};
 pub use clock::{Clock, SystemClock, note, unix_ms};
-pub use http::error::{self, ApiError};
 pub use http::{COOKWALA_JSON, app};
 pub use identity::HubKey;
 pub use limits::{ConnLimits, MIN_HEADER_BYTES};

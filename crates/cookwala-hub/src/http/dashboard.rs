@@ -33,7 +33,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use canonical_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::tools::index;
 use crate::http::{authorize, json_response};
 use crate::service::Hub;

@@ -29,7 +29,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::outbox::subscription::{Filter, Message};
 use crate::service::Hub;
 
@@ -98,7 +98,7 @@ pub(super) async fn resume_point(
                 format!(
                     "no stored event has the id {}; reconnect without Last-Event-ID or \
                          ?after=",
-                    crate::error::quote(&id)
+                    crate::http::error::quote(&id)
                 ),
             )
         })?,

@@ -6,7 +6,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Turns the body-limit rejection (axum's plain-text 413) into a problem document.
 pub(crate) async fn problem_413(res: Response) -> Response {

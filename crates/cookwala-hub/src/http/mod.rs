@@ -23,7 +23,7 @@ use canonical_json::{Map, Value};
 use cookwala::dryrun::RefusalReason;
 
 use crate::auth::{Action, Principal, Role};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 pub(crate) mod catalog;
 mod dashboard;
@@ -144,7 +144,7 @@ async fn loopback_host(req: axum::extract::Request, next: axum::middleware::Next
                 "this hub runs with --no-auth and answers only requests addressed to a loopback \
                  name (localhost, 127.0.0.1, [::1]); Host {} is not one (a page elsewhere could \
                  otherwise reach it through DNS rebinding)",
-                crate::error::quote(h)
+                crate::http::error::quote(h)
             ),
         )
         .into_response(),
@@ -199,7 +199,7 @@ impl FromRequestParts<Hub> for On {
         match params.iter().find(|(k, _)| *k == "device") {
             None => Ok(On(hub.root_device())),
             Some((_, key)) => hub.find_device(key).map(On).ok_or_else(|| {
-                ApiError::not_found(format!("no device {} on this hub", crate::error::quote(key)))
+                ApiError::not_found(format!("no device {} on this hub", crate::http::error::quote(key)))
             }),
         }
     }
@@ -389,7 +389,7 @@ fn forwarded(status: u16, body: String) -> Response {
         .and_then(|seq| HeaderValue::from_str(&format!("\"{seq}\"")).ok());
     let mut res = (code, body).into_response();
     let h = res.headers_mut();
-    let ty = if code.is_success() { COOKWALA_JSON } else { crate::error::PROBLEM_JSON };
+    let ty = if code.is_success() { COOKWALA_JSON } else { crate::http::error::PROBLEM_JSON };
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ty));
     if let Some(etag) = etag.filter(|_| code.is_success()) {
         h.insert(header::ETAG, etag);

@@ -5,7 +5,7 @@
 
 use axum::http::StatusCode;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::service;
 
 impl From<service::Error> for ApiError {

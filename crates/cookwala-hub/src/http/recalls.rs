@@ -21,7 +21,7 @@ use canonical_json::Value;
 use cookwala::signature::{SignedKind, verify_signature};
 
 use crate::auth::Action;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::http::{authenticate, doc_response, parse_object, request_digest, require_key, respond};
 use crate::service::Hub;
 use crate::service::recalls::{issued_ms, timestamp_ms};

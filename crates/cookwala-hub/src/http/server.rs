@@ -52,7 +52,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tower::ServiceExt;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::limits::{ConnLimits, MIN_HEADER_BYTES};
 use crate::service::Hub;
 

@@ -22,7 +22,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use axum::routing::get;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::outbox::subscription::Subscription;
 use crate::service::Hub;
 
