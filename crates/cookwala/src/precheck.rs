@@ -203,7 +203,10 @@ fn mandate_refusal(ctx: &Context<'_>) -> Option<Refusal> {
     }
     let scopes = m.get("scopes").and_then(Value::as_array).unwrap_or_default();
     if !scopes.iter().any(|s| s.as_str() == Some("start_cooking")) {
-        return refusal(RefusalReason::MandateScope, "the mandate lacks start_cooking".into());
+        return refusal(
+            RefusalReason::MandateScope,
+            "the agent mandate lacks start_cooking".into(),
+        );
     }
     match m.get("expires").map(|e| e.as_str().map(parse_timestamp)) {
         None => {}

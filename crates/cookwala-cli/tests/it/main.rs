@@ -26,6 +26,7 @@ mod keys;
 mod log;
 mod profiles;
 mod rules;
+mod scenarios;
 mod serve;
 
 use std::io::Write;

@@ -199,7 +199,10 @@ impl FromRequestParts<Hub> for On {
         match params.iter().find(|(k, _)| *k == "device") {
             None => Ok(On(hub.root_device())),
             Some((_, key)) => hub.find_device(key).map(On).ok_or_else(|| {
-                ApiError::not_found(format!("no device {} on this hub", crate::http::error::quote(key)))
+                ApiError::not_found(format!(
+                    "no device {} on this hub",
+                    crate::http::error::quote(key)
+                ))
             }),
         }
     }

@@ -18,11 +18,10 @@ impl From<service::Error> for ApiError {
                  /devices/{other}/v1/executions/{id})"
             )),
             E::DeviceNotServed => ApiError::not_found("the device is not served by this replica"),
-            E::ExecutionExists { id } => ApiError::new(
-                StatusCode::CONFLICT,
-                "conflict",
-                format!("execution {id} already exists"),
-            ),
+            // The upstream hub's and samples' words (issue 28): the id is the request's own.
+            E::ExecutionExists { .. } => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", "execution id already exists")
+            }
             E::RecallExists { id } => ApiError::new(
                 StatusCode::CONFLICT,
                 "conflict",

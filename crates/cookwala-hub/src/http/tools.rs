@@ -23,8 +23,8 @@ use cookwala::documents::{self, KINDS};
 use cookwala::signature::SignedKind;
 use cookwala::vocab::{Band, Op, Vocabulary};
 
-use crate::http::error::ApiError;
 use crate::http::catalog::{CORE_API_VERSION, published_keys};
+use crate::http::error::ApiError;
 use crate::http::{doc_response, json_response, parse_object};
 use crate::service::Hub;
 

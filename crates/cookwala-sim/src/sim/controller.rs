@@ -231,7 +231,7 @@ impl Simulation {
             medium,
         });
         if by_human {
-            let why = format!("a person performs {op} (node {node})");
+            let why = format!("a person performs {op}");
             self.human_why = Some(why.clone());
             self.motion_on = false;
             self.set_state(S::NeedsHuman, Some(why), out);
@@ -452,6 +452,10 @@ impl Simulation {
 
     pub(super) fn progress(&self) -> f64 {
         let Some(run) = &self.step else { return 0.0 };
+        // Waiting for a person: the device has done its part of the step.
+        if self.state == S::NeedsHuman {
+            return 1.0;
+        }
         let spec = &self.specs[run.idx];
         let elapsed = if spec.thermal.is_some() { run.hold_ms } else { run.run_ms };
         if spec.duration_ms == 0 {
@@ -541,6 +545,13 @@ impl Simulation {
         #[allow(clippy::cast_precision_loss)]
         details.insert("durationS".into(), num((self.now_ms - run.started_ms) as f64 / 1000.0));
         details.insert("by".into(), if spec.row.by_human { "human" } else { "device" }.into());
+        // A step a person was asked to perform and never confirmed (the execution stopped while
+        // it waited) was not performed: the Core log lists the steps that ran, as the reference
+        // hub's does; the details keep it, marked.
+        let unperformed = spec.row.by_human && run.waiting_human;
+        if unperformed {
+            details.insert("performed".into(), false.into());
+        }
         self.step_details.push(Value::Object(details));
         let mut row = Map::new();
         row.insert("node".into(), spec.row.node.as_str().into());
@@ -556,7 +567,9 @@ impl Simulation {
             d.insert("detail".into(), detail.chars().take(300).collect::<String>().into());
             row.insert("deviation".into(), Value::Object(d));
         }
-        self.log_steps.push(Value::Object(row));
+        if !unperformed {
+            self.log_steps.push(Value::Object(row));
+        }
         if let Some(t) = self.trace.steps.last_mut() {
             t.end_ms = Some(self.now_ms);
         }

@@ -627,6 +627,10 @@ impl Simulation {
         if finish_step {
             if let Some(run) = self.step.as_mut() {
                 run.verified_by = "human".to_owned();
+                // A step a person performs is done once confirmed (it is logged as performed).
+                if performed {
+                    run.waiting_human = false;
+                }
             }
             self.end_step(&mut out);
         }

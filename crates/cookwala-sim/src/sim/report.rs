@@ -142,14 +142,12 @@ impl Simulation {
             m.insert("servings".into(), num(s));
         }
         m.insert("steps".into(), Value::Array(self.log_steps.clone()));
-        let mut safety = self.safety_events.clone();
+        // A stop asked for is an action, not a limit that fired: it is in `outcome` and
+        // `x-sim.stop`, and `safetyEvents` lists only the limits that fired (a stop a limit
+        // caused has that limit's row).
+        let safety = self.safety_events.clone();
         let mut x = Map::new();
         if let Some(stop) = &self.stop {
-            let mut core = Map::new();
-            core.insert("at".into(), self.stamp(stop.requested_ms).into());
-            core.insert("limit".into(), "stop.local".into());
-            core.insert("action".into(), "stop_all".into());
-            safety.push(Value::Object(core));
             let mut r = Map::new();
             r.insert("reason".into(), stop.reason.as_str().into());
             r.insert("requestedAt".into(), self.stamp(stop.requested_ms).into());
