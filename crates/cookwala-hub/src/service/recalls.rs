@@ -27,8 +27,9 @@ impl crate::service::Hub {
     /// stopped safely in the same commit. Returns whether it was new (`false`: the same recall
     /// was already published, and is answered as it is) and the answer.
     ///
-    /// The records of the live executions are read before the hub's lock is taken, so no
-    /// storage read happens under it (only the commit, as for every change).
+    /// The records of the live executions are read before the hub's lock is taken; under it,
+    /// only those started since are read, and the recall is in force before the lock is
+    /// released, so no start slips between the decision and the commit (issue 24).
     ///
     /// # Errors
     /// The id is published with other content (409), a reused key (422), the storage fails.
@@ -49,32 +50,23 @@ impl crate::service::Hub {
         let stops = doc.get("action").and_then(Value::as_str) == Some("block_and_stop_running");
         // Which live executions run a recipe the recall covers, decided outside the lock.
         let mut covered = Vec::new();
+        let mut checked = std::collections::HashSet::new();
         if stops {
             let ids: Vec<String> =
                 self.live_executions().await.into_iter().map(|(id, _)| id).collect();
-            let records = self
-                .db(move |s| {
-                    let mut out = Vec::new();
-                    for id in &ids {
-                        out.extend(s.execution(id)?);
-                    }
-                    Ok(out)
-                })
-                .await?;
-            for rec in &records {
-                // The recipe the execution runs: the one stored with it (the catalog's for a
-                // row from before the documents were stored).
-                let Some(recipe) = crate::service::recipe_of(rec, &self.inner.config.catalog)
-                else {
-                    continue;
-                };
-                let held = canonical_json::digest::document_hash(&recipe).unwrap_or_default();
-                if cookwala::precheck::recall_covers(&doc, &recipe, &held) {
-                    covered.push(rec.id.clone());
-                }
-            }
+            checked.extend(ids.iter().cloned());
+            covered = self.covered_by(&doc, ids).await?;
         }
         let mut live = self.inner.live.lock().await;
+        if stops {
+            // An execution started between the read above and the lock is decided now (a
+            // storage read under the lock, only for those few), so none escapes the recall.
+            let late: Vec<String> =
+                live.keys().filter(|id| !checked.contains(*id)).cloned().collect();
+            if !late.is_empty() {
+                covered.extend(self.covered_by(&doc, late).await?);
+            }
+        }
         if let Some(existing) =
             self.recalls().into_iter().find(|r| r.get("id").and_then(Value::as_str) == Some(&id))
         {
@@ -109,8 +101,40 @@ impl crate::service::Hub {
         // fails.
         self.commit(commit, true).await?;
         live.retain(|_, sim| !sim.is_final());
-        drop(live);
+        // In force before the lock is released: a start decides under the same lock, so none
+        // is accepted between the commit and this.
         self.push_recall(doc);
+        drop(live);
         Ok((true, Answer::Fresh(ack)))
+    }
+
+    /// The executions among `ids` whose stored recipe `recall` covers.
+    async fn covered_by(
+        &self,
+        recall: &Value,
+        ids: Vec<String>,
+    ) -> Result<Vec<String>, crate::service::Error> {
+        let records = self
+            .db(move |s| {
+                let mut out = Vec::new();
+                for id in &ids {
+                    out.extend(s.execution(id)?);
+                }
+                Ok(out)
+            })
+            .await?;
+        let mut covered = Vec::new();
+        for rec in &records {
+            // The recipe the execution runs: the one stored with it (the catalog's for a row
+            // from before the documents were stored).
+            let Some(recipe) = crate::service::recipe_of(rec, &self.inner.config.catalog) else {
+                continue;
+            };
+            let held = canonical_json::digest::document_hash(&recipe).unwrap_or_default();
+            if cookwala::precheck::recall_covers(recall, &recipe, &held) {
+                covered.push(rec.id.clone());
+            }
+        }
+        Ok(covered)
     }
 }
