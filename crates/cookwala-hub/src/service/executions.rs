@@ -188,14 +188,11 @@ impl Hub {
         // A start that passed its check before the flag was set may still be committing:
         // a second pass stops it too.
         for _ in 0..2 {
-            let ids: Vec<String> = self.inner.live.lock().await.keys().cloned().collect();
-            for id in ids {
-                match self.stop_here(&id, reason, None).await {
-                    Ok(_) => stopped.push(id),
-                    Err(e) => crate::clock::note(format_args!(
-                        "cookwala-hub: stopping {id} at shutdown failed: {e}"
-                    )),
-                }
+            match self.stop_every_live(reason).await {
+                Ok(ids) => stopped.extend(ids),
+                Err(e) => crate::clock::note(format_args!(
+                    "cookwala-hub: stopping the live executions at shutdown failed: {e}"
+                )),
             }
             let mut moved = 0;
             while moved < SHUTDOWN_SIM_MS && !self.inner.live.lock().await.is_empty() {
@@ -209,6 +206,30 @@ impl Hub {
         stopped.sort();
         stopped.dedup();
         stopped
+    }
+
+    /// Stops every execution live on this replica in one decision under the hub's lock and one
+    /// commit (heat and motion are cut by the simulation at once; the commit stores every
+    /// change with its events): what a kitchen alarm and shutdown use, so no execution waits
+    /// for another's fsync. Returns the ids stopped.
+    ///
+    /// # Errors
+    /// The storage fails (the stops are made in memory; their events are kept and retried).
+    pub(crate) async fn stop_every_live(&self, reason: &str) -> Result<Vec<String>, Error> {
+        let mut live = self.inner.live.lock().await;
+        let mut commit = Commit::default();
+        let mut stopped = Vec::new();
+        for (id, run) in live.iter_mut() {
+            let (change, ()) = self.apply(id, run, |sim| Ok::<_, Error>((sim.stop(reason), ())))?;
+            commit.absorb(change);
+            stopped.push(id.clone());
+        }
+        if !stopped.is_empty() {
+            self.commit(commit, true).await?;
+        }
+        live.retain(|_, sim| !sim.is_final());
+        stopped.sort();
+        Ok(stopped)
     }
 
     /// True once shutdown has begun.

@@ -222,23 +222,21 @@ async fn react(hub: Hub, alarm: Alarm, received: Instant, first: bool) {
     }
 }
 
-/// Stops every live execution through the stop operation `POST …/stop` uses
-/// ([`Hub::stop`]: never refused, heat and motion cut); the ids it stopped.
+/// Stops every live execution in one decision and one commit ([`Hub::stop_every_live`], the
+/// stop `POST …/stop` makes: never refused, heat and motion cut); the ids it stopped.
 async fn stop_all(hub: &Hub, alarm: &Alarm) -> Vec<String> {
-    let ids: Vec<String> = hub.live_executions().await.into_iter().map(|(id, _)| id).collect();
     let reason = format!("safety alarm {} ({}) from {}", alarm.ty, alarm.action, alarm.source);
     let reason: String = reason.chars().take(200).collect();
-    let mut stopped = Vec::new();
-    for id in ids {
-        match hub.stop(&id, &reason, None).await {
-            Ok(_) => stopped.push(id),
-            Err(e) => crate::clock::note(format_args!(
-                "cookwala-hub: safety alarm {}: stopping {id} failed: {}",
-                alarm.id, e
-            )),
+    match hub.stop_every_live(&reason).await {
+        Ok(stopped) => stopped,
+        Err(e) => {
+            crate::clock::note(format_args!(
+                "cookwala-hub: safety alarm {}: the stops were not stored: {e}",
+                alarm.id
+            ));
+            Vec::new()
         }
     }
-    stopped
 }
 
 /// Pauses every running execution; the ids it paused.
