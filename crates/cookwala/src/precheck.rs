@@ -125,12 +125,12 @@ fn first_refusal(ctx: &Context<'_>) -> Option<Refusal> {
     let Some(recipe) = ctx.recipe else {
         return refusal(
             RefusalReason::MissingCapability,
-            "recipe not found in this executor's catalog".into(),
+            "recipe not found in this hub's catalog".into(),
         );
     };
     let held = document_hash(recipe).unwrap_or_default();
     if req.get("recipeHash").and_then(Value::as_str) != Some(held.as_str()) {
-        return refusal(RefusalReason::RecipeHashMismatch, format!("this executor holds {held}"));
+        return refusal(RefusalReason::RecipeHashMismatch, format!("this hub holds {held}"));
     }
     if let Some(r) = recall_refusal(ctx.recalls, recipe, &held) {
         return Some(r);
