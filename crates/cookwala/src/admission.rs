@@ -129,7 +129,7 @@ pub struct Request<'a> {
 pub enum AdmissionError {
     /// The request lacks a required field (a 400, not a refusal).
     #[error("{0}")]
-    Request(String),
+    Request(#[from] crate::precheck::RequestError),
     /// The recipe or device cannot be read by the dry run.
     #[error("dry run: {0}")]
     DryRun(#[from] DryRunError),

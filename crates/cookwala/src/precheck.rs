@@ -81,17 +81,34 @@ fn refusal(reason: RefusalReason, detail: String) -> Option<Refusal> {
     Some(Refusal { reason, node: None, detail })
 }
 
+/// A request the prechecks cannot read (an HTTP 400 problem, not a refusal).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// A field every ExecuteRequest carries ([`REQUIRED`]) is missing.
+    #[error("missing {0}")]
+    Missing(&'static str),
+}
+
+/// The first check, on its own for a transport that answers it before anything else (the
+/// hub's `POST /v1/executions`): every [`REQUIRED`] field is present.
+///
+/// # Errors
+/// The first missing field.
+pub fn required_fields(req: &Value) -> Result<(), RequestError> {
+    match REQUIRED.into_iter().find(|key| req.get(key).is_none()) {
+        Some(key) => Err(RequestError::Missing(key)),
+        None => Ok(()),
+    }
+}
+
 /// Runs the prechecks in order.
 ///
 /// # Errors
-/// The name of a required request field that is missing (an HTTP 400 problem, not a refusal).
-pub fn precheck(ctx: &Context<'_>) -> Result<Outcome, String> {
+/// A required request field is missing (an HTTP 400 problem, not a refusal).
+pub fn precheck(ctx: &Context<'_>) -> Result<Outcome, RequestError> {
     let req = ctx.request;
-    for key in REQUIRED {
-        if req.get(key).is_none() {
-            return Err(format!("missing {key}"));
-        }
-    }
+    required_fields(req)?;
     let mut out = Outcome { refusal: first_refusal(ctx), findings: Vec::new() };
     if out.refusal.is_none() {
         out.findings = untrusted_findings(req, ctx.recipe);

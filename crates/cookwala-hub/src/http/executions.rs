@@ -24,12 +24,8 @@ pub(super) async fn start(
     let key = who.scoped_key(&require_key(&headers)?);
     let doc = parse_object(&headers, &body)?;
     let digest = request_digest(&format!("POST {}/v1/executions", device.route_prefix()), &body);
-    // 1. request fields.
-    for field in cookwala::precheck::REQUIRED {
-        if doc.get(field).is_none() {
-            return Err(ApiError::bad_request(format!("missing {field}")));
-        }
-    }
+    // 1. request fields: the prechecks' own first check, answered before any other.
+    cookwala::precheck::required_fields(&doc).map_err(|e| ApiError::bad_request(e.to_string()))?;
     let id = str_field(&doc, "id")?.to_owned();
     if !valid_execution_id(&id) {
         return Err(ApiError::bad_request("id must match ^[A-Za-z0-9][A-Za-z0-9._:-]{2,127}$"));

@@ -379,7 +379,9 @@ impl Hub {
             },
         )
         .map_err(|e| match e {
-            cookwala::admission::AdmissionError::Request(why) => Error::InvalidRequest(why),
+            cookwala::admission::AdmissionError::Request(why) => {
+                Error::InvalidRequest(why.to_string())
+            }
             other => Error::internal(&other),
         })?;
         let run = RunConfig {

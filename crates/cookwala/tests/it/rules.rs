@@ -236,7 +236,10 @@ fn prechecks_run_in_the_upstream_order() {
         busy: false,
         now: now(),
     };
-    assert_eq!(precheck(&ctx).unwrap_err(), "missing kind");
+    let missing = precheck(&ctx).unwrap_err();
+    assert_eq!(missing, cookwala::precheck::RequestError::Missing("kind"));
+    assert_eq!(missing.to_string(), "missing kind");
+    assert_eq!(cookwala::precheck::required_fields(ctx.request), Err(missing));
     assert_eq!(ref_id("https://example.org/r#soup"), "soup");
     assert!(untrusted_findings(&json(r#"{"a":"simmer gently"}"#), None).is_empty());
 }
