@@ -10,7 +10,8 @@ use cookwala_sim::{SimEvent, Simulation};
 
 use crate::outbox::LiveEvent;
 use crate::outbox::events::{self, Execution};
-use crate::service::{Error, Hub, LiveRun, snapshot};
+use crate::service::live::LiveRun;
+use crate::service::{Error, Hub, snapshot};
 use crate::storage::{Commit, NewEvent, NewIncident, StorageError, jcs_text};
 
 impl Hub {
@@ -144,13 +145,12 @@ impl Hub {
     /// each with the executions live on that device, and returns them.
     pub async fn heartbeats(&self) -> Vec<Value> {
         let by_device: Vec<(String, Vec<String>)> = {
-            let live = self.inner.live.lock().await;
+            let live = self.inner.live.stored();
             let root = std::iter::once(self.inner.device_id.as_str());
             let others = self.inner.devices.keys().map(String::as_str);
             root.chain(others.filter(|d| *d != self.inner.device_id))
                 .map(|d| {
-                    let active =
-                        live.iter().filter(|(_, r)| r.device == d).map(|(id, _)| id.clone());
+                    let active = live.iter().filter(|(_, dev)| dev == d).map(|(id, _)| id.clone());
                     (d.to_owned(), active.collect())
                 })
                 .collect()
@@ -160,8 +160,8 @@ impl Hub {
 
     /// Ids of the executions live on `device`.
     pub(crate) async fn active_on(&self, device: &str) -> Vec<String> {
-        let live = self.inner.live.lock().await;
-        live.iter().filter(|(_, r)| r.device == device).map(|(id, _)| id.clone()).collect()
+        let live = self.inner.live.stored();
+        live.into_iter().filter(|(_, d)| d == device).map(|(id, _)| id).collect()
     }
 
     fn emit_heartbeat(&self, device: &str, active: &[String]) -> Value {

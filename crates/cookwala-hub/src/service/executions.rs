@@ -1,6 +1,8 @@
 //! The execution operations: start (admission, then the simulation), stop. The only code that
 //! takes the hub's locks for them; the HTTP layer extracts, calls one operation, and responds.
 
+use std::sync::Arc;
+
 use canonical_json::{Map, Value};
 use cookwala_sim::{SimEvent, Simulation};
 
@@ -9,7 +11,8 @@ use crate::service::Error;
 use crate::service::idempotency::{
     Answer, KeyHold, answered, hold_key, idem_record, request_digest,
 };
-use crate::service::{Device, Hub, LiveRun, RunConfig, snapshot};
+use crate::service::live::{InsertRefused, LiveRun, Slot, lock_live};
+use crate::service::{Device, Hub, RunConfig, snapshot};
 use crate::storage::{
     Commit, ExecutionRecord, IdempotencyRecord, NewIncident, StorageError, jcs_text,
 };
@@ -46,6 +49,15 @@ fn seed_for(id: &str) -> u64 {
     let hex = canonical_json::digest::sha256_hex(id.as_bytes());
     // 53 bits, so the seed stays a JCS-safe integer wherever the log shows it.
     u64::from_str_radix(hex.get(..16).unwrap_or("1"), 16).unwrap_or(1) & ((1 << 53) - 1)
+}
+
+/// A start decided: what its commit writes, its answer, and its slot in the live map.
+pub(crate) struct Decided {
+    commit: Commit,
+    status: Value,
+    /// Accepted (not refused at once).
+    accepted: bool,
+    slot: Slot,
 }
 
 /// Why one attempt of a start failed.
@@ -104,17 +116,20 @@ pub(crate) async fn stored_on(
     }
 }
 
-/// The live execution `id` if it runs on `device`: `Ok(None)` when it is not live, a 404 when
-/// it runs on another device.
-pub(crate) fn live_on<'a>(
-    live: &'a mut std::collections::BTreeMap<String, LiveRun>,
+/// The run of `id`, locked, if it is live on `device`: `Ok(None)` when it is not live (or its
+/// start's commit failed), a 404 when it runs on another device. Waits while its start is
+/// being committed.
+pub(crate) async fn live_on(
+    hub: &Hub,
     id: &str,
     device: &Device,
-) -> Result<Option<&'a mut LiveRun>, Error> {
-    match live.get_mut(id) {
-        Some(run) if run.device != device.id => Err(elsewhere(id, Some(&run.device), device)),
-        found => Ok(found),
+) -> Result<Option<crate::service::live::RunGuard>, Error> {
+    let Some(slot) = hub.inner.live.slot(id) else { return Ok(None) };
+    if slot.device != device.id {
+        return Err(elsewhere(id, Some(&slot.device), device));
     }
+    let run = slot.run.lock_owned().await;
+    Ok((!run.gone).then_some(run))
 }
 
 pub(crate) async fn current_status_stored(
@@ -164,7 +179,7 @@ impl Hub {
         reason: &str,
         key: Option<(String, String)>,
     ) -> Result<Answer, Error> {
-        if self.in_fleet() && !self.inner.live.lock().await.contains_key(id) {
+        if self.in_fleet() && !self.inner.live.contains(id) {
             // Not run here: if it runs on another replica, that replica stops it.
             let lookup = id.to_owned();
             if let Some(rec) = self.db(move |s| s.execution(&lookup)).await?
@@ -195,7 +210,7 @@ impl Hub {
                 )),
             }
             let mut moved = 0;
-            while moved < SHUTDOWN_SIM_MS && !self.inner.live.lock().await.is_empty() {
+            while moved < SHUTDOWN_SIM_MS && self.inner.live.len() > 0 {
                 if let Err(e) = self.advance(1_000).await {
                     crate::clock::note(format_args!("cookwala-hub: a shutdown step failed: {e}"));
                     break;
@@ -216,10 +231,10 @@ impl Hub {
     /// # Errors
     /// The storage fails (the stops are made in memory; their events are kept and retried).
     pub(crate) async fn stop_every_live(&self, reason: &str) -> Result<Vec<String>, Error> {
-        let mut live = self.inner.live.lock().await;
+        let mut held = lock_live(self.inner.live.slots()).await;
         let mut commit = Commit::default();
         let mut stopped = Vec::new();
-        for (id, run) in live.iter_mut() {
+        for (id, run) in &mut held {
             let (change, ()) = self.apply(id, run, |sim| Ok::<_, Error>((sim.stop(reason), ())))?;
             commit.absorb(change);
             stopped.push(id.clone());
@@ -227,9 +242,17 @@ impl Hub {
         if !stopped.is_empty() {
             self.commit(commit, true).await?;
         }
-        live.retain(|_, sim| !sim.is_final());
-        stopped.sort();
+        self.drop_finals(&held);
         Ok(stopped)
+    }
+
+    /// Removes from the live map the runs among `held` that have ended.
+    pub(crate) fn drop_finals(&self, held: &[(String, crate::service::live::RunGuard)]) {
+        for (id, run) in held {
+            if run.is_final() {
+                self.inner.live.remove(id);
+            }
+        }
     }
 
     /// True once shutdown has begun.
@@ -245,13 +268,22 @@ impl Hub {
         reason: &str,
         key: Option<(String, String)>,
     ) -> Result<Answer, Error> {
-        let mut live = self.inner.live.lock().await;
+        // A repeat with the same key waits for this one's answer.
+        let _hold = match &key {
+            Some((k, _)) => Some(hold_key(self, k).await),
+            None => None,
+        };
         if let Some((k, digest)) = &key
             && let Some(rec) = self.stored_answer(k, digest).await?
         {
             return Ok(Answer::Replay(rec));
         }
-        let (status, change) = match live.get_mut(id) {
+        let slot = self.inner.live.slot(id);
+        let mut run = match slot {
+            Some(slot) => Some(slot.run.lock_owned().await).filter(|r| !r.gone),
+            None => None,
+        };
+        let (status, change) = match run.as_mut() {
             Some(run) => {
                 let (change, ()) =
                     self.apply(id, run, |sim| Ok::<_, Error>((sim.stop(reason), ())))?;
@@ -271,7 +303,11 @@ impl Hub {
             None => Commit { idempotency, ..Commit::default() },
         };
         self.commit(commit, true).await?;
-        live.retain(|_, sim| !sim.is_final());
+        if let Some(run) = run
+            && run.is_final()
+        {
+            self.inner.live.remove(id);
+        }
         Ok(Answer::Fresh(status))
     }
 
@@ -304,19 +340,22 @@ impl Hub {
     }
 
     /// One decision and commit of a start (see [`Hub::start`]).
+    ///
+    /// The decision is made without any lock: it reads what it depends on from the live map
+    /// (whether the device is occupied, the recalls generation), and the new run is inserted
+    /// only if those still hold, else it is decided again. A few attempts, then once more
+    /// with the map's lock held across the decision, so a start cannot be starved by others.
     async fn start_once(
         &self,
         req: &Start<'_>,
         key_hold: KeyHold,
         busy_elsewhere: bool,
     ) -> Result<Answer, StartFailure> {
-        let Start { who, device, key, digest, doc, id, recipe_ref, human_present } = req;
-        let (key, digest, id, human_present) =
-            (key.clone(), digest.as_str(), id.clone(), *human_present);
+        let (key, id) = (req.key.clone(), req.id.clone());
         // One read for all: the key's stored answer (a holder that finished has stored it before
         // letting go), whether the id is already stored, and — with other replicas on the store
         // — whether the device runs an execution elsewhere and the recalls they published.
-        let (k, lookup, dev) = (key.clone(), id.clone(), device.id.clone());
+        let (k, lookup, dev) = (key.clone(), id.clone(), req.device.id.clone());
         let (previous, stored, remote_busy, recalls) = self
             .db(move |s| match s.fleet() {
                 Some(f) => {
@@ -326,17 +365,78 @@ impl Hub {
                 None => Ok((s.idempotency(&k)?, s.execution(&lookup)?.is_some(), false, None)),
             })
             .await?;
-        if let Some(rec) = answered(previous, digest)? {
+        if let Some(rec) = answered(previous, &req.digest)? {
             return Ok(Answer::Replay(rec));
         }
         if let Some(texts) = recalls {
             self.set_recalls(&texts);
         }
         // 3. duplicate id (on any device): stored, live, or being created right now.
-        let live = self.inner.live.lock().await;
-        if stored || live.contains_key(&id) || self.reserved().ids.contains(&id) {
-            return Err(Error::ExecutionExists { id: id.clone() }.into());
+        let exists = || Error::ExecutionExists { id: id.clone() };
+        if stored {
+            return Err(exists().into());
         }
+        let elsewhere = remote_busy || busy_elsewhere;
+        let mut attempt = 0;
+        let (decided, guard) = loop {
+            attempt += 1;
+            let seen = self.inner.live.seen(&id, &req.device.id).ok_or_else(exists)?;
+            let decided = self.decide(req, seen.busy || elsewhere)?;
+            match self.inner.live.insert_if(&id, seen, decided.slot.clone()) {
+                Ok(guard) => break (decided, guard),
+                Err(InsertRefused::Exists) => return Err(exists().into()),
+                Err(InsertRefused::Changed) if attempt < 4 => {}
+                Err(InsertRefused::Changed) => {
+                    let (decided, guard) = self
+                        .inner
+                        .live
+                        .decide_locked(&id, &req.device.id, |busy| {
+                            self.decide(req, busy || elsewhere).map(|d| {
+                                let slot = d.slot.clone();
+                                (d, slot)
+                            })
+                        })
+                        .map_err(|e| match e {
+                            crate::service::live::Locked::Exists => exists(),
+                            crate::service::live::Locked::Failed(e) => e,
+                        })?;
+                    break (decided, guard);
+                }
+            }
+        };
+        let Decided { commit, status, accepted, .. } = decided;
+        let mut run = guard;
+        // Commit with the run locked by this start (nobody sees it until it is durable). The
+        // rest runs in its own task: a client that hangs up must not leave a stored execution
+        // without its simulation, nor a slot without its record.
+        let task_hub = self.clone();
+        let finish = tokio::spawn(async move {
+            let hub = task_hub;
+            let res = hub.commit_raw(commit, false).await;
+            if res.is_ok() && accepted {
+                hub.inner.live.mark_stored(&id);
+            } else {
+                run.gone |= res.is_err();
+                hub.inner.live.remove(&id);
+            }
+            drop(run);
+            match res {
+                // Another replica took the device between the decision and the commit: the
+                // caller decides again, still holding the key.
+                Err(crate::storage::StorageError::Busy(_)) => Err(StartFailure::Busy(key_hold)),
+                Err(e) => Err(StartFailure::Failed(e.into())),
+                Ok(()) => Ok(()),
+            }
+        });
+        finish.await.map_err(|e| StartFailure::Failed(e.into()))??;
+        Ok(Answer::Fresh(status))
+    }
+
+    /// The admission of a start, and everything its commit writes, for a device found busy or
+    /// not (`busy`); the recalls are those in force now. Pure work: no lock, no I/O.
+    fn decide(&self, req: &Start<'_>, busy: bool) -> Result<Decided, Error> {
+        let Start { who, device, key, digest, doc, id, recipe_ref, human_present } = req;
+        let (id, human_present) = (id.clone(), *human_present);
         // 4.–9. prechecks (recipe, hash, recall, mandate, allergens, busy), then the dry run.
         let catalog = &self.inner.config.catalog;
         let recipe_id = catalog
@@ -358,10 +458,7 @@ impl Hub {
             keys: (who.role == Role::Agent || !self.inner.config.trusted_keys.is_empty())
                 .then_some(&self.inner.config.trusted_keys),
             confirmed: &[],
-            busy: live.values().any(|r| r.device == device.id)
-                || self.reserved().devices.get(&device.id).is_some_and(|n| *n > 0)
-                || remote_busy
-                || busy_elsewhere,
+            busy,
             now,
         };
         // One decision: prechecks, then the dry run with the limits this device enforces.
@@ -395,8 +492,9 @@ impl Hub {
         let recipe_doc = recipe
             .as_ref()
             .map(|r| self.inner.recipe_jcs.get(&recipe_id).cloned().unwrap_or_else(|| jcs_text(r)));
+        let recipe = recipe.map(Arc::new);
         let mut config = cookwala_sim::SimConfig::new(
-            recipe.unwrap_or_else(|| Value::Object(Map::new())),
+            recipe.as_deref().cloned().unwrap_or_else(|| Value::Object(Map::new())),
             device.doc.clone(),
         );
         // The device's own pack: the simulator enforces what `/v1/safety-limits` serves.
@@ -436,7 +534,7 @@ impl Hub {
             device_doc: Some(device.doc_jcs.clone()),
             limits_doc: device.extra_limits_jcs.clone(),
         };
-        let idem = idem_record(&key, digest, 202, &status);
+        let idem = idem_record(key, digest, 202, &status);
         let incidents: Vec<NewIncident> = admission
             .findings
             .iter()
@@ -458,45 +556,23 @@ impl Hub {
             events,
             ..Commit::default()
         };
-        // Reserve the id (and the device, for an accepted execution), then commit outside the
-        // lock so concurrent starts share one fsync. The rest runs in its own task: a client that
-        // hangs up must not leave a stored execution without its simulation.
         let accepted = !sim.is_final();
-        {
-            let mut r = self.reserved();
-            r.ids.insert(id.clone());
-            if accepted {
-                *r.devices.entry(device.id.clone()).or_default() += 1;
-            }
-        }
-        drop(live);
-        let device_id = device.id.clone();
-        let task_hub = self.clone();
-        let finish = tokio::spawn(async move {
-            let hub = task_hub;
-            let res = hub.commit_raw(commit, false).await;
-            let mut live = hub.inner.live.lock().await;
-            if res.is_ok() && accepted {
-                live.insert(id.clone(), LiveRun { device: device_id.clone(), sim });
-            }
-            {
-                let mut r = hub.reserved();
-                r.ids.remove(&id);
-                if accepted && let Some(n) = r.devices.get_mut(&device_id) {
-                    *n = n.saturating_sub(1);
-                }
-            }
-            drop(live);
-            match res {
-                // Another replica took the device between the decision and the commit: the
-                // caller decides again, still holding the key.
-                Err(crate::storage::StorageError::Busy(_)) => Err(StartFailure::Busy(key_hold)),
-                Err(e) => Err(StartFailure::Failed(e.into())),
-                Ok(()) => Ok(()),
-            }
+        let held = recipe.map(|r| {
+            let hash = canonical_json::digest::document_hash(&r).unwrap_or_default();
+            (r, hash)
         });
-        finish.await.map_err(|e| StartFailure::Failed(e.into()))??;
-        Ok(Answer::Fresh(status))
+        let slot = Slot {
+            device: device.id.clone(),
+            occupies: accepted,
+            stored: false,
+            recipe: held,
+            run: Arc::new(tokio::sync::Mutex::new(LiveRun {
+                device: device.id.clone(),
+                sim,
+                gone: false,
+            })),
+        };
+        Ok(Decided { commit, status, accepted, slot })
     }
 
     /// The status of `id` if it is live on `device` (`None` when it is not live; a 404 when it
@@ -509,14 +585,7 @@ impl Hub {
         id: &str,
         device: &Device,
     ) -> Result<Option<Value>, Error> {
-        let mut live = self.inner.live.lock().await;
-        Ok(live_on(&mut live, id, device)?.map(|run| run.status()))
-    }
-
-    /// The live executions and the device each runs on.
-    pub(crate) async fn live_executions(&self) -> Vec<(String, String)> {
-        let live = self.inner.live.lock().await;
-        live.iter().map(|(id, run)| (id.clone(), run.device.clone())).collect()
+        Ok(live_on(self, id, device).await?.map(|run| run.status()))
     }
 
     /// Resumes `id` from `paused`, or confirms a human step (`needs_human`, a person only),
@@ -534,7 +603,7 @@ impl Hub {
         if_match: Option<String>,
         body: &[u8],
     ) -> Result<Answer, Error> {
-        if self.in_fleet() && !self.inner.live.lock().await.contains_key(id) {
+        if self.in_fleet() && !self.inner.live.contains(id) {
             let rec = stored_on(self, id, device).await?;
             if !rec.is_final {
                 // Run on another replica: that replica checks and answers it.
@@ -561,12 +630,15 @@ impl Hub {
         if_match: Option<String>,
         body: &[u8],
     ) -> Result<Answer, Error> {
-        let mut live = self.inner.live.lock().await;
-        let current = match live_on(&mut live, id, device)? {
-            Some(sim) => sim.status(),
+        // A repeat with the same key waits for this one's answer.
+        let _hold = hold_key(self, &key).await;
+        let if_match_given = if_match.clone();
+        let mut run = live_on(self, id, device).await?;
+        let current = match &run {
+            Some(run) => run.status(),
             None => current_status_stored(self, id, device).await?,
         };
-        let if_match = if_match.ok_or(Error::IfMatchRequired)?;
+        let if_match = if_match_given.ok_or(Error::IfMatchRequired)?;
         let route = format!("POST {}/v1/executions/{id}/resume {if_match}", device.route_prefix());
         let digest = request_digest(&route, body);
         if let Some(rec) = self.stored_answer(&key, &digest).await? {
@@ -577,7 +649,7 @@ impl Hub {
             return Err(Error::StaleSeq { seq });
         }
         let state = current.get("state").and_then(Value::as_str).unwrap_or("unknown").to_owned();
-        let Some(sim) = live.get_mut(id) else {
+        let Some(sim) = run.as_mut() else {
             return Err(Error::NotResumable { state });
         };
         if sim.state() == cookwala::execution::ExecutionState::NeedsHuman && !who.is_person() {
@@ -591,19 +663,33 @@ impl Hub {
         })?;
         let idempotency = Some(idem_record(&key, &digest, 202, &status));
         self.commit(Commit { idempotency, ..change }, true).await?;
+        if sim.is_final() {
+            self.inner.live.remove(id);
+        }
         Ok(Answer::Fresh(status))
+    }
+
+    /// The live executions (stored ones: not those being created) and the device each runs on.
+    pub(crate) async fn live_executions(&self) -> Vec<(String, String)> {
+        self.inner.live.stored()
     }
 
     /// Every live execution with its device and current status.
     pub(crate) async fn live_statuses(&self) -> Vec<(String, String, Value)> {
-        let live = self.inner.live.lock().await;
-        live.iter().map(|(id, run)| (id.clone(), run.device.clone(), run.status())).collect()
+        let mut out = Vec::new();
+        for (id, run) in lock_live(self.inner.live.slots()).await {
+            out.push((id, run.device.clone(), run.status()));
+        }
+        out
     }
 
     /// A live execution's device, status and trace (every reading and each step's band).
     pub(crate) async fn live_trace(&self, id: &str) -> Option<(String, Value, Value)> {
-        let live = self.inner.live.lock().await;
-        let run = live.get(id)?;
+        let slot = self.inner.live.slot(id)?;
+        let run = slot.run.lock().await;
+        if run.gone {
+            return None;
+        }
         Some((run.device.clone(), run.status(), run.trace().to_value()))
     }
 }

@@ -291,13 +291,7 @@ impl Hub {
     /// Renews the leases of the devices this replica runs executions on; executions whose
     /// device another replica took over are dropped here (that replica ended them).
     async fn renew_leases(&self) -> Result<(), StorageError> {
-        let devices: Vec<String> = {
-            let live = self.inner.live.lock().await;
-            let mut d: Vec<String> = live.values().map(|r| r.device.clone()).collect();
-            d.sort();
-            d.dedup();
-            d
-        };
+        let devices: Vec<String> = self.inner.live.busy_devices();
         let (lost, relay) = crate::outbox::db(&self.inner.storage, move |s| match s.fleet() {
             Some(f) => Ok((f.renew_leases(&devices)?, f.hold_relay()?)),
             None => Ok((Vec::new(), true)),
@@ -309,18 +303,13 @@ impl Hub {
             self.inner.bus.committed.send_modify(|n| *n = n.wrapping_add(1));
         }
         if !lost.is_empty() {
-            let mut live = self.inner.live.lock().await;
-            live.retain(|id, run| {
-                let keep = !lost.contains(&run.device);
-                if !keep {
-                    crate::clock::note(format_args!(
-                        "cookwala-hub: lost the lease of device {}; execution {id} was taken \
-                         over by another replica and is no longer run here",
-                        run.device
-                    ));
-                }
-                keep
-            });
+            // A step holding one of these runs finds it fenced when it commits.
+            for (id, device) in self.inner.live.remove_on(&lost) {
+                crate::clock::note(format_args!(
+                    "cookwala-hub: lost the lease of device {device}; execution {id} was taken \
+                     over by another replica and is no longer run here"
+                ));
+            }
         }
         Ok(())
     }

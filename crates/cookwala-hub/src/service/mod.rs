@@ -7,7 +7,6 @@ use std::sync::Arc;
 use canonical_json::{Map, Value};
 use cookwala::execution::{ExecutionState, transition_allowed};
 use cookwala_sim::{SimConfig, Simulation};
-use tokio::sync::Mutex;
 
 use crate::catalog::Catalog;
 use crate::outbox::Bus;
@@ -20,6 +19,7 @@ pub(crate) mod executions;
 pub(crate) mod fleet;
 pub(crate) mod idempotency;
 mod incidents;
+pub(crate) mod live;
 pub mod mqtt;
 pub(crate) mod reads;
 pub(crate) mod recalls;
@@ -269,26 +269,6 @@ impl Device {
     }
 }
 
-/// A live execution and the device it runs on (derefs to its simulation).
-#[derive(Debug)]
-pub(crate) struct LiveRun {
-    pub device: String,
-    pub sim: Simulation,
-}
-
-impl std::ops::Deref for LiveRun {
-    type Target = Simulation;
-    fn deref(&self) -> &Simulation {
-        &self.sim
-    }
-}
-
-impl std::ops::DerefMut for LiveRun {
-    fn deref_mut(&mut self) -> &mut Simulation {
-        &mut self.sim
-    }
-}
-
 /// The hub: cheap to clone (an `Arc`).
 #[derive(Clone, Debug)]
 pub struct Hub {
@@ -305,11 +285,9 @@ pub(crate) struct Inner {
     pub root: Arc<Device>,
     /// Every device of the catalog, by canonical id.
     pub devices: BTreeMap<String, Arc<Device>>,
-    /// Executions that are not final, by id (on every device). Every mutation of a simulation
-    /// happens under this lock and is persisted before the lock is released — except a new
-    /// execution, which is decided under it, committed outside it (so starts share fsyncs) and
-    /// only then inserted — so whatever a client can see is durable.
-    pub live: Mutex<BTreeMap<String, LiveRun>>,
+    /// Executions that are not final (and those being created), by id, each behind its own
+    /// lock (see [`live`]).
+    pub live: live::Live,
     /// Executions ended safely at start-up because the previous process stopped uncleanly.
     pub recovered: Vec<String>,
     /// Published recalls, oldest `issuedAt` first (a copy of the stored ones).
@@ -373,18 +351,12 @@ impl Hub {
     }
 }
 
-/// What a start holds between its decision (under the `live` lock) and its commit (outside
-/// it), so that commits of different requests can share one fsync while no other request can
-/// take the same idempotency key, the same execution id, or the same device meanwhile. Nothing
-/// reserved is visible to clients: an execution appears once it is stored.
+/// The idempotency keys held by requests being answered now, so that a repeat waits for the
+/// first request's answer instead of racing it (see [`idempotency::hold_key`]).
 #[derive(Debug, Default)]
 pub(crate) struct Reserved {
     /// Idempotency keys being answered, and how to wake a retry waiting for the answer.
     pub keys: std::collections::HashMap<String, Arc<tokio::sync::Notify>>,
-    /// Execution ids being created.
-    pub ids: std::collections::HashSet<String>,
-    /// Devices an accepted execution is being created on (with a count).
-    pub devices: std::collections::HashMap<String, usize>,
 }
 
 impl Hub {
@@ -496,7 +468,7 @@ impl Hub {
                 device_id,
                 root,
                 devices,
-                live: Mutex::new(BTreeMap::new()),
+                live: live::Live::default(),
                 reserved: std::sync::Mutex::new(Reserved::default()),
                 recipe_jcs,
                 finals: std::sync::Mutex::new(FinalStatuses::default()),
@@ -535,20 +507,22 @@ impl Hub {
 
     /// Replaces the in-memory copy with the stored recalls (JCS texts, `issuedAt` order), as
     /// another replica of a shared store may have published some.
+    /// Starts decided on the earlier copy decide again (see [`live::Live::recalls_changed`]).
     pub(crate) fn set_recalls(&self, texts: &[String]) {
-        let list = texts.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
-        if let Ok(mut r) = self.inner.recalls.write() {
-            *r = list;
+        let list: Vec<Value> =
+            texts.iter().filter_map(|t| canonical_json::parse(t.as_bytes()).ok()).collect();
+        if self.recalls() == list {
+            return;
         }
-    }
-
-    /// Adds a just-stored recall to the in-memory copy, keeping `issuedAt` order.
-    pub(crate) fn push_recall(&self, recall: Value) {
-        if let Ok(mut list) = self.inner.recalls.write() {
-            let at = crate::service::recalls::issued_ms;
-            let pos = list.partition_point(|r| at(r) <= at(&recall));
-            list.insert(pos, recall);
-        }
+        self.inner.live.recalls_changed(
+            || {
+                if let Ok(mut r) = self.inner.recalls.write() {
+                    *r = list;
+                }
+                true
+            },
+            |_, _| false,
+        );
     }
 
     /// The storage.
@@ -574,26 +548,25 @@ impl Hub {
         Ok(self.advance_raw(dt_ms).await?)
     }
 
-    /// [`Hub::advance`] with the storage's own error.
+    /// [`Hub::advance`] with the storage's own error. Each run is locked in turn (in id
+    /// order) and stays locked, with its change, until the one commit of the step is durable.
     async fn advance_raw(&self, dt_ms: u64) -> Result<(), StorageError> {
-        let mut live = self.inner.live.lock().await;
+        let mut held = Vec::new();
         let mut commit = Commit::default();
-        for (id, sim) in live.iter_mut() {
-            let before = sim.seq();
-            let prev = sim.state();
-            let incidents = sim.incidents().len();
+        for (id, mut run) in live::lock_live(self.inner.live.slots()).await {
+            let before = run.seq();
+            let prev = run.state();
+            let incidents = run.incidents().len();
             let mut events = Vec::new();
             let mut left = dt_ms;
-            while left > 0 && !sim.is_final() {
+            while left > 0 && !run.is_final() {
                 let step = left.min(MAX_STEP_MS);
-                events.extend(sim.advance(step));
+                events.extend(run.advance(step));
                 left -= step;
             }
-            if sim.seq() != before {
-                let c = self.change(id, sim, prev, &events, incidents);
-                commit.updates.extend(c.updates);
-                commit.incidents.extend(c.incidents);
-                commit.events.extend(c.events);
+            if run.seq() != before {
+                commit.absorb(self.change(&id, &run, prev, &events, incidents));
+                held.push((id, run));
             }
         }
         self.inner.bus.clock_moved(dt_ms);
@@ -601,11 +574,17 @@ impl Hub {
         // the commit written without it.
         loop {
             match self.commit_raw(commit.clone(), true).await {
-                Err(StorageError::Fenced(id)) if live.remove(&id).is_some() => {
+                Err(StorageError::Fenced(id)) if held.iter().any(|(h, _)| *h == id) => {
                     crate::clock::note(format_args!(
                         "cookwala-hub: execution {id} was taken over by another replica; no \
                          longer run here"
                     ));
+                    for (h, run) in &mut held {
+                        if *h == id {
+                            run.gone = true;
+                        }
+                    }
+                    self.inner.live.remove(&id);
                     commit.updates.retain(|u| u.id != id);
                     commit.events.retain(|e| e.subject != id);
                     commit.incidents.retain(|i| i.id != id);
@@ -616,7 +595,11 @@ impl Hub {
                 }
             }
         }
-        live.retain(|_, sim| !sim.is_final());
+        for (id, run) in &held {
+            if run.is_final() {
+                self.inner.live.remove(id);
+            }
+        }
         Ok(())
     }
 

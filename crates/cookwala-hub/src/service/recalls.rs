@@ -27,9 +27,11 @@ impl crate::service::Hub {
     /// stopped safely in the same commit. Returns whether it was new (`false`: the same recall
     /// was already published, and is answered as it is) and the answer.
     ///
-    /// The records of the live executions are read before the hub's lock is taken; under it,
-    /// only those started since are read, and the recall is in force before the lock is
-    /// released, so no start slips between the decision and the commit (issue 24).
+    /// The recall is put in force and the executions it covers are chosen in one step under
+    /// the live map's lock ([`crate::service::live::Live::recalls_changed`]): a start decided
+    /// before it is in the map and chosen (its stop waits until its record is stored); a start
+    /// decided after it sees the recall. No start slips between them (issue 24). If the commit
+    /// fails the recall is taken out of force again (the stops stay made).
     ///
     /// # Errors
     /// The id is published with other content (409), a reused key (422), the storage fails.
@@ -48,93 +50,74 @@ impl crate::service::Hub {
             return Ok((true, Answer::Replay(rec)));
         }
         let stops = doc.get("action").and_then(Value::as_str) == Some("block_and_stop_running");
-        // Which live executions run a recipe the recall covers, decided outside the lock.
-        let mut covered = Vec::new();
-        let mut checked = std::collections::HashSet::new();
-        if stops {
-            let ids: Vec<String> =
-                self.live_executions().await.into_iter().map(|(id, _)| id).collect();
-            checked.extend(ids.iter().cloned());
-            covered = self.covered_by(&doc, ids).await?;
-        }
-        let mut live = self.inner.live.lock().await;
-        if stops {
-            // An execution started between the read above and the lock is decided now (a
-            // storage read under the lock, only for those few), so none escapes the recall.
-            let late: Vec<String> =
-                live.keys().filter(|id| !checked.contains(*id)).cloned().collect();
-            if !late.is_empty() {
-                covered.extend(self.covered_by(&doc, late).await?);
-            }
-        }
-        if let Some(existing) =
-            self.recalls().into_iter().find(|r| r.get("id").and_then(Value::as_str) == Some(&id))
-        {
-            if existing.loose_eq(&doc) {
-                return Ok((false, Answer::Fresh(existing)));
-            }
-            return Err(crate::service::Error::RecallExists { id });
-        }
+        let mut existing = None;
+        let covered = self.inner.live.recalls_changed(
+            || {
+                existing = self.insert_recall(&id, &doc);
+                existing.is_none()
+            },
+            |recipe, held| stops && cookwala::precheck::recall_covers(&doc, recipe, held),
+        );
+        let Some(covered) = covered else {
+            return match existing {
+                Some(existing) if existing.loose_eq(&doc) => Ok((false, Answer::Fresh(existing))),
+                _ => Err(crate::service::Error::RecallExists { id }),
+            };
+        };
+        let mut held = crate::service::live::lock_live(covered).await;
         let mut commit = Commit::default();
         let mut stopped = Vec::new();
-        for exec_id in &covered {
-            if let Some(run) = live.get_mut(exec_id) {
-                let reason = format!("recall {id}");
-                let (change, ()) = self.apply(exec_id, run, |sim| {
-                    Ok::<_, crate::service::Error>((sim.stop(&reason), ()))
-                })?;
-                commit.absorb(change);
-                stopped.push(Value::from(exec_id.as_str()));
-            }
+        let reason = format!("recall {id}");
+        for (exec_id, run) in &mut held {
+            let (change, ()) = self.apply(exec_id, run, |sim| {
+                Ok::<_, crate::service::Error>((sim.stop(&reason), ()))
+            })?;
+            commit.absorb(change);
+            stopped.push(Value::from(exec_id.as_str()));
         }
         let mut ack = canonical_json::Map::new();
         ack.insert("published".into(), id.as_str().into());
         ack.insert("stopped".into(), Value::Array(stopped));
         let ack = Value::Object(ack);
         commit.idempotency = Some(idem_record(&key, &digest, 201, &ack));
-        commit.recall = Some(NewRecall { id, issued_ms: issued, body: jcs_text(&doc) });
+        commit.recall = Some(NewRecall { id: id.clone(), issued_ms: issued, body: jcs_text(&doc) });
         commit.events.push(crate::outbox::events::to_new(&crate::outbox::events::recall(
             &doc,
             self.now_ms(),
         )));
         // The stops are already made in memory: their events are kept and retried if this
         // fails.
-        self.commit(commit, true).await?;
-        live.retain(|_, sim| !sim.is_final());
-        // In force before the lock is released: a start decides under the same lock, so none
-        // is accepted between the commit and this.
-        self.push_recall(doc);
-        drop(live);
+        if let Err(e) = self.commit(commit, true).await {
+            self.inner.live.recalls_changed(
+                || {
+                    self.remove_recall(&id);
+                    true
+                },
+                |_, _| false,
+            );
+            return Err(e);
+        }
+        self.drop_finals(&held);
         Ok((true, Answer::Fresh(ack)))
     }
 
-    /// The executions among `ids` whose stored recipe `recall` covers.
-    async fn covered_by(
-        &self,
-        recall: &Value,
-        ids: Vec<String>,
-    ) -> Result<Vec<String>, crate::service::Error> {
-        let records = self
-            .db(move |s| {
-                let mut out = Vec::new();
-                for id in &ids {
-                    out.extend(s.execution(id)?);
-                }
-                Ok(out)
-            })
-            .await?;
-        let mut covered = Vec::new();
-        for rec in &records {
-            // The recipe the execution runs: the one stored with it (the catalog's for a row
-            // from before the documents were stored).
-            let Some(recipe) = crate::service::recipe_of(rec, &self.inner.config.catalog) else {
-                continue;
-            };
-            let held = canonical_json::digest::document_hash(&recipe).unwrap_or_default();
-            if cookwala::precheck::recall_covers(recall, &recipe, &held) {
-                covered.push(rec.id.clone());
-            }
+    /// Adds recall `id` to the in-memory copy, keeping `issuedAt` order; if one with that id
+    /// is already there, adds nothing and returns it.
+    fn insert_recall(&self, id: &str, recall: &Value) -> Option<Value> {
+        let mut list =
+            self.inner.recalls.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(found) = list.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id)) {
+            return Some(found.clone());
         }
-        Ok(covered)
+        let pos = list.partition_point(|r| issued_ms(r) <= issued_ms(recall));
+        list.insert(pos, recall.clone());
+        None
+    }
+
+    /// Takes recall `id` out of the in-memory copy.
+    fn remove_recall(&self, id: &str) {
+        let mut list =
+            self.inner.recalls.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        list.retain(|r| r.get("id").and_then(Value::as_str) != Some(id));
     }
 }

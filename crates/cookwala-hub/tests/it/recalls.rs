@@ -155,3 +155,66 @@ async fn block_refuses_new_executions_and_block_and_stop_running_stops_them() {
         Some("recipe_recalled")
     );
 }
+
+/// A `block_and_stop_running` recall racing starts of the recipe it covers: whatever the
+/// interleaving, every start is either refused or accepted *and* stopped by the recall —
+/// none is accepted and left running (the window of issue 24: a start decided before the
+/// recall but stored after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_recall_racing_starts_lets_none_run_on() {
+    let key = principal_key();
+    for round in 0..60 {
+        let hub = hub_with_roles_on(Arc::new(SqliteStorage::in_memory().unwrap())).await;
+        let app = app(hub.clone());
+        let barrier = Arc::new(tokio::sync::Barrier::new(7));
+        let mut starts = tokio::task::JoinSet::new();
+        for i in 0..6 {
+            let (app, barrier) = (app.clone(), barrier.clone());
+            starts.spawn(async move {
+                let id = format!("ex-race-{i}");
+                let body = request(&id, "red-lentil-soup", true);
+                let k = format!("key-race-{i:04}");
+                barrier.wait().await;
+                let res = call(&app, as_(OWNER, "POST", "/v1/executions", Some(&k), &body)).await;
+                (id, res)
+            });
+        }
+        let doc = recall(
+            "rc-race",
+            "2026-03-02T00:00:00Z",
+            "red-lentil-soup",
+            "block_and_stop_running",
+            Some(&key),
+        );
+        barrier.wait().await;
+        let published =
+            call(&app, as_(OWNER, "POST", "/v1/recalls", Some("key-rc-race-01"), &doc)).await;
+        assert_eq!(published.status, StatusCode::CREATED, "{:?}", published.body);
+        let stopped: Vec<String> = published
+            .body
+            .get("stopped")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        while let Some(done) = starts.join_next().await {
+            let (id, res) = done.unwrap();
+            assert_eq!(res.status, StatusCode::ACCEPTED, "{:?}", res.body);
+            if res.str("state") == "accepted" {
+                assert!(
+                    stopped.contains(&id),
+                    "round {round}: {id} was accepted and the recall did not stop it ({stopped:?})"
+                );
+            }
+            let now =
+                call(&app, as_(OWNER, "GET", &format!("/v1/executions/{id}"), None, "")).await;
+            assert!(
+                matches!(now.str("state"), "refused" | "stopping" | "stopped"),
+                "round {round}: {id} is {:?}",
+                now.body
+            );
+        }
+    }
+}

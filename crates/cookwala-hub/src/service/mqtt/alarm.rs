@@ -241,10 +241,10 @@ async fn stop_all(hub: &Hub, alarm: &Alarm) -> Vec<String> {
 
 /// Pauses every running execution; the ids it paused.
 async fn pause_all(hub: &Hub, alarm: &Alarm) -> Vec<String> {
-    let mut live = hub.inner.live.lock().await;
+    let mut held = crate::service::live::lock_live(hub.inner.live.slots()).await;
     let mut commit = Commit::default();
     let mut paused = Vec::new();
-    for (id, run) in live.iter_mut() {
+    for (id, run) in &mut held {
         if run.state() != cookwala::execution::ExecutionState::Running {
             continue;
         }
