@@ -157,7 +157,7 @@ impl Fleet for PgStorage {
                         FOR UPDATE OF e SKIP LOCKED)
                      UPDATE executions x SET owner = $1 FROM orphans o WHERE x.id = o.id
                      RETURNING x.id, x.request, x.config, x.status, x.seq, x.state, x.is_final,
-                        x.log, x.recipe_doc, x.device_doc, x.limits_doc",
+                        x.log, x.recipe_doc, x.device_doc, x.limits_doc, x.admission",
                     &[&me],
                 )
                 .await

@@ -20,6 +20,7 @@ pub(crate) fn row_to_record(r: &Row) -> Result<ExecutionRecord, StorageError> {
         recipe_doc: r.try_get(8).map_err(get)?,
         device_doc: r.try_get(9).map_err(get)?,
         limits_doc: r.try_get(10).map_err(get)?,
+        admission: r.try_get(11).map_err(get)?,
     })
 }
 
@@ -45,4 +46,4 @@ pub(crate) async fn stmt(
 }
 
 pub(crate) const SELECT: &str = "SELECT id, request, config, status, seq, state, is_final, log, recipe_doc, \
-                      device_doc, limits_doc FROM executions";
+                      device_doc, limits_doc, admission FROM executions";

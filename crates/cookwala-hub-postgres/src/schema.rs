@@ -8,7 +8,7 @@ use cookwala_hub::storage::StorageError;
 use crate::pg;
 
 /// The schema version this hub writes (`cookwala_schema.version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` moves the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -98,6 +98,8 @@ const MIGRATIONS: &[&str] = &[
         answered_ms BIGINT
      );
      CREATE INDEX commands_open ON commands (execution) WHERE status IS NULL;",
+    // 1 -> 2: the admission each execution was started from (NULL in older rows).
+    "ALTER TABLE executions ADD COLUMN admission TEXT;",
 ];
 
 /// The lock replicas starting together take while one of them migrates.

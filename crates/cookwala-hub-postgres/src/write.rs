@@ -58,8 +58,9 @@ pub(crate) async fn write_one(
             &stmt(
                 tx,
                 "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
-                created_ms, updated_ms, recipe_doc, device_doc, limits_doc, device, owner)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14)",
+                created_ms, updated_ms, recipe_doc, device_doc, limits_doc, device, owner,
+                admission)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15)",
             )
             .await?,
             &[
@@ -77,6 +78,7 @@ pub(crate) async fn write_one(
                 &rec.limits_doc,
                 &device,
                 &me,
+                &rec.admission,
             ],
         )
         .await

@@ -1,7 +1,6 @@
 //! Simulation inputs: the documents, the plan, faults and the clock mapping.
 
 use canonical_json::Value;
-use cookwala::dryrun::Refusal;
 
 pub use cookwala::admission::PlanStep;
 
@@ -80,13 +79,6 @@ pub struct SimConfig {
     /// The SafetyLimits pack the executor enforces (the device maker's, `serve --limits`);
     /// `None` is the built-in default pack. `extra_limits` can only narrow it.
     pub pack: Option<Value>,
-    /// The plan admission accepted ([`cookwala::admission::admit`]); `None` asks admission
-    /// for it from the documents (no prechecks: a run straight from documents).
-    pub plan: Option<Vec<PlanStep>>,
-    /// A refusal the caller already decided (an executor precheck such as
-    /// `recipe_hash_mismatch` or `busy`): the execution starts `refused` with it and nothing
-    /// runs.
-    pub refusal: Option<Refusal>,
     /// How often (simulated ms) a running execution publishes readings and progress, each a
     /// new `seq`. Paused or waiting executions publish nothing, so `If-Match` stays stable.
     pub publish_every_ms: u64,
@@ -109,8 +101,6 @@ impl SimConfig {
             pack: None,
             execution_id: "sim-1".to_owned(),
             request_id: "sim-1-request".to_owned(),
-            plan: None,
-            refusal: None,
             publish_every_ms: 5_000,
         }
     }

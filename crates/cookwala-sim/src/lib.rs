@@ -99,7 +99,9 @@
 //! **Faults** ([`FaultKind`]): `Sensor` (the step's sensor goes silent 5 s in), `Overheat` (the
 //! heater relay sticks on), `Timeout` (the step's completion cue never comes).
 //!
-//! **API.** [`Simulation::new`], [`Simulation::advance`] (returns [`SimEvent`]s with their
+//! **API.** [`admit`] (the Core admission and what this executor cannot enforce: the one
+//! decision), [`Simulation::from_admission`] (the run it admitted; [`Simulation::new`] is both
+//! from documents), [`Simulation::advance`] (returns [`SimEvent`]s with their
 //! CloudEvents type, priority and data), [`Simulation::stop`], [`Simulation::pause`],
 //! [`Simulation::resume`], [`Simulation::confirm_human`], [`Simulation::status`],
 //! [`Simulation::is_final`], [`Simulation::log`] (an ExecutionLog only after a final state:
@@ -115,6 +117,7 @@
 //! reach the band, the safety details and the stop timings — goes under the log's top-level
 //! `x-sim` extension, which the schemas allow.
 
+mod admit;
 pub mod builtin;
 mod config;
 mod events;
@@ -125,6 +128,7 @@ pub mod sim;
 mod steps;
 mod trace;
 
+pub use admit::{admit, cannot_enforce};
 pub use config::{Fault, FaultKind, PlanStep, SimConfig};
 pub use events::{EventKind, Priority, SimEvent, safety_data_action};
 pub use rng::Rng;

@@ -57,6 +57,25 @@ impl PlanStep {
         }
         Value::Object(r)
     }
+
+    /// Reads [`PlanStep::to_value`] back (`None` for another shape).
+    pub fn from_value(v: &Value) -> Option<PlanStep> {
+        let by_human = match v.get("by")?.as_str()? {
+            "human" => true,
+            "device" => false,
+            _ => return None,
+        };
+        Some(PlanStep {
+            node: v.get("node")?.as_str()?.to_owned(),
+            op: v.get("op")?.as_str()?.to_owned(),
+            by_human,
+            verified_by: v.get("verifiedBy")?.as_str()?.to_owned(),
+            rung: match v.get("rung") {
+                Some(r) => Some(r.as_str()?.to_owned()),
+                None => None,
+            },
+        })
+    }
 }
 
 /// What [`admit`] decides.
@@ -99,7 +118,69 @@ impl Admission {
             Decision::Refused(_) => &[],
         }
     }
+
+    /// Refuses with `refusal` instead (an executor that cannot enforce what was accepted; see
+    /// [`admit`]'s callers). The limits and findings stay.
+    #[must_use]
+    pub fn refused(self, refusal: Refusal) -> Admission {
+        Admission { decision: Decision::Refused(refusal), ..self }
+    }
+
+    /// The record a hub stores with the execution and builds its run from, again after a
+    /// restart: `{"accepted": {"plan": [...]}}` or `{"refused": {reason, node?, detail}}`, and
+    /// `limits`, the effective pack. The findings are not part of it (they are reported as
+    /// incidents).
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        match &self.decision {
+            Decision::Accepted { plan } => {
+                let mut a = Map::new();
+                a.insert(
+                    "plan".into(),
+                    Value::Array(plan.iter().map(PlanStep::to_value).collect()),
+                );
+                m.insert("accepted".into(), Value::Object(a));
+            }
+            Decision::Refused(r) => {
+                m.insert("refused".into(), r.to_value());
+            }
+        }
+        m.insert("limits".into(), self.limits.clone());
+        Value::Object(m)
+    }
+
+    /// Reads [`Admission::to_value`] back.
+    ///
+    /// # Errors
+    /// [`RecordError`] naming the member that is missing or malformed.
+    pub fn from_value(v: &Value) -> Result<Admission, RecordError> {
+        let limits = v.get("limits").ok_or(RecordError("limits"))?.clone();
+        if limits.as_object().is_none() {
+            return Err(RecordError("limits"));
+        }
+        let decision = match (v.get("accepted"), v.get("refused")) {
+            (Some(a), None) => {
+                let rows = a.get("plan").and_then(Value::as_array).ok_or(RecordError("plan"))?;
+                let plan = rows
+                    .iter()
+                    .map(PlanStep::from_value)
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(RecordError("plan"))?;
+                Decision::Accepted { plan }
+            }
+            (None, Some(r)) => {
+                Decision::Refused(Refusal::from_value(r).ok_or(RecordError("refused"))?)
+            }
+            _ => return Err(RecordError("accepted/refused")),
+        };
+        Ok(Admission { decision, limits, findings: Vec::new() })
+    }
 }
+
+/// A stored admission record that cannot be read (the member named).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("admission record: `{0}` is missing or malformed")]
+pub struct RecordError(pub &'static str);
 
 /// Everything admission looks at.
 #[derive(Clone, Copy, Debug)]

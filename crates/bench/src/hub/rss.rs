@@ -51,6 +51,7 @@ pub fn populate(data: &Path, n: usize) -> anyhow::Result<()> {
             recipe_doc: Some(recipe_doc.clone()),
             device_doc: Some(device_doc.clone()),
             limits_doc: None,
+            admission: None,
         };
         let idem = IdempotencyRecord {
             key: format!("{id}-key"),

@@ -26,6 +26,7 @@ fn record(id: &str, device: &str, is_final: bool) -> ExecutionRecord {
         recipe_doc: Some("{}".to_owned()),
         device_doc: Some("{\"device\":1}".to_owned()),
         limits_doc: None,
+        admission: None,
     }
 }
 

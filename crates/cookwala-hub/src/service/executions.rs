@@ -461,20 +461,18 @@ impl Hub {
             busy,
             now,
         };
-        // One decision: prechecks, then the dry run with the limits this device enforces.
-        let admission = cookwala::admission::admit(
-            cookwala::vocab::Vocabulary::builtin(),
-            &cookwala::admission::Request {
-                precheck: Some(context),
-                recipe: recipe.as_ref().unwrap_or(&empty),
-                device: &device.doc,
-                pack: catalog.pack(),
-                narrowing: device.extra_limits.as_ref(),
-                human_present,
-                allow_model: true,
-                now,
-            },
-        )
+        // One decision: prechecks, then the dry run with the limits this device enforces, then
+        // what the executor cannot enforce. Stored with the execution; the run is built from it.
+        let admission = cookwala_sim::admit(&cookwala::admission::Request {
+            precheck: Some(context),
+            recipe: recipe.as_ref().unwrap_or(&empty),
+            device: &device.doc,
+            pack: catalog.pack(),
+            narrowing: device.extra_limits.as_ref(),
+            human_present,
+            allow_model: true,
+            now,
+        })
         .map_err(|e| match e {
             cookwala::admission::AdmissionError::Request(why) => {
                 Error::InvalidRequest(why.to_string())
@@ -497,20 +495,18 @@ impl Hub {
             recipe.as_deref().cloned().unwrap_or_else(|| Value::Object(Map::new())),
             device.doc.clone(),
         );
-        // The device's own pack: the simulator enforces what `/v1/safety-limits` serves.
-        config.extra_limits.clone_from(&device.extra_limits);
         config.human_present = human_present;
         config.seed = run.seed;
         config.start_unix_ms = now_ms;
         config.time_scale = self.time_scale();
-        config.pack = Some(catalog.pack().clone());
         config.execution_id = id.clone();
         config.request_id = id.clone();
-        // The simulator is built from the admission; it does not decide again.
-        config.refusal = admission.refusal().cloned();
-        config.plan = Some(admission.plan().to_vec());
         config.faults.clone_from(&self.inner.config.sim_faults);
-        let sim = Simulation::new(config).map_err(|e| Error::internal(&e))?;
+        // The simulator is built from the admission (its plan, or its refusal, under its
+        // effective limits: the device's own pack, what `/v1/safety-limits` serves); it does
+        // not decide again.
+        let sim =
+            Simulation::from_admission(config, &admission).map_err(|e| Error::internal(&e))?;
         // The start answer carries the plan the hub accepted (`x-hub-plan`, as the upstream hub
         // sends it and its clients read it); later statuses do not repeat it.
         let mut status = sim.status();
@@ -533,6 +529,7 @@ impl Hub {
             recipe_doc,
             device_doc: Some(device.doc_jcs.clone()),
             limits_doc: device.extra_limits_jcs.clone(),
+            admission: Some(jcs_text(&admission.to_value())),
         };
         let idem = idem_record(key, digest, 202, &status);
         let incidents: Vec<NewIncident> = admission

@@ -810,7 +810,17 @@ fn recovered_log(
 ) -> Option<Value> {
     let run = RunConfig::from_text(&rec.config)?;
     let config = run.sim_config(rec, catalog)?;
-    let mut sim = Simulation::new(config).ok()?;
+    // The run as it was admitted (its stored admission: the plan and the limits it ran under),
+    // never a new decision against today's pack; a row from before admissions were stored is
+    // decided from its documents, as it was then.
+    let stored = rec.admission.as_ref().and_then(|text| {
+        let v = canonical_json::parse(text.as_bytes()).ok()?;
+        cookwala::admission::Admission::from_value(&v).ok()
+    });
+    let mut sim = match stored {
+        Some(admission) => Simulation::from_admission(config, &admission).ok()?,
+        None => Simulation::new(config).ok()?,
+    };
     sim.stop(loss.why());
     let mut log = sim.log()?;
     let m = log.as_object_mut()?;
@@ -914,6 +924,7 @@ mod recovery_tests {
                 recipe_doc: None,
                 device_doc: None,
                 limits_doc: None,
+                admission: None,
             };
             let (status, seq) = recovered_status(&rec, "2026-01-01T00:00:00.000Z");
             assert_eq!(seq, 5 + steps, "{state}");

@@ -95,6 +95,11 @@ pub struct ExecutionRecord {
     /// simulator's `extra_limits`); `None` when nothing narrowed it. Read only when
     /// [`ExecutionRecord::device_doc`] is stored: an older row takes the catalog's.
     pub limits_doc: Option<String>,
+    /// The admission it was started from (JCS text of
+    /// [`cookwala::admission::Admission::to_value`]: the plan or the refusal, and the effective
+    /// limits); `None` for rows written before schema 6. A restart builds the ended run's log
+    /// from it rather than deciding again against the current pack.
+    pub admission: Option<String>,
 }
 
 /// A new status for a stored execution.

@@ -18,7 +18,7 @@ use super::{
 };
 
 /// The schema version this hub writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 const MIGRATIONS: &[&str] = &[
     // 0 -> 1
@@ -87,6 +87,8 @@ const MIGRATIONS: &[&str] = &[
     // what the hub itself recorded.
     "ALTER TABLE incidents ADD COLUMN reported INTEGER NOT NULL DEFAULT 0;
      CREATE INDEX incidents_reported ON incidents(reported, received_ms);",
+    // 5 -> 6: the admission each execution was started from (NULL in older rows).
+    "ALTER TABLE executions ADD COLUMN admission TEXT;",
 ];
 
 /// SQLite storage (one connection behind a mutex; WAL, `synchronous = FULL`).
@@ -159,8 +161,8 @@ fn put_idem(tx: &rusqlite::Connection, idem: &IdempotencyRecord) -> rusqlite::Re
 fn insert_execution(tx: &rusqlite::Connection, rec: &ExecutionRecord) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT INTO executions (id, request, config, status, seq, state, is_final, log,
-            created_ms, updated_ms, recipe_doc, device_doc, limits_doc)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12)",
+            created_ms, updated_ms, recipe_doc, device_doc, limits_doc, admission)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         rec.id,
@@ -174,7 +176,8 @@ fn insert_execution(tx: &rusqlite::Connection, rec: &ExecutionRecord) -> rusqlit
         now_ms(),
         rec.recipe_doc,
         rec.device_doc,
-        rec.limits_doc
+        rec.limits_doc,
+        rec.admission
     ])?;
     Ok(())
 }
@@ -297,11 +300,12 @@ fn row_to_record(r: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRecord> {
         recipe_doc: r.get(8)?,
         device_doc: r.get(9)?,
         limits_doc: r.get(10)?,
+        admission: r.get(11)?,
     })
 }
 
 const SELECT: &str = "SELECT id, request, config, status, seq, state, is_final, log,
-    recipe_doc, device_doc, limits_doc FROM executions";
+    recipe_doc, device_doc, limits_doc, admission FROM executions";
 
 fn seq_i64(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)

@@ -489,6 +489,7 @@ async fn a_row_from_before_schema_4_falls_back_to_the_catalog() {
          ALTER TABLE executions DROP COLUMN limits_doc;
          DROP INDEX incidents_reported;
          ALTER TABLE incidents DROP COLUMN reported;
+         ALTER TABLE executions DROP COLUMN admission;
          PRAGMA user_version = 3;",
     )
     .unwrap();

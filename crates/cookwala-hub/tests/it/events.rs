@@ -136,6 +136,7 @@ fn a_failed_commit_writes_none_of_its_events() {
         recipe_doc: None,
         device_doc: None,
         limits_doc: None,
+        admission: None,
     };
     let first = Commit { create: Some(rec.clone()), events: vec![event("a")], ..Commit::default() };
     s.commit(&first).unwrap();

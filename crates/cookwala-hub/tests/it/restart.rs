@@ -75,3 +75,41 @@ async fn running_executions_end_safely_after_an_unclean_stop() {
     assert_eq!(hub.storage().incident_count().unwrap(), 1);
     assert!(hub.storage().unfinished().unwrap().is_empty());
 }
+
+/// The recovered log is built from the admission stored with the execution: the pack it ran
+/// under, even when the hub restarts with another one (was: decided again against the new
+/// pack, issue 24).
+#[tokio::test]
+async fn a_restart_ends_a_run_under_the_limits_it_was_admitted_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let soup = request("ex-adm-soup", "red-lentil-soup", false);
+    {
+        let hub = open(dir.path()).await;
+        let app = app(hub.clone());
+        let a = call(&app, post("/v1/executions", Some("key-adm-00001"), &soup)).await;
+        assert_eq!(a.str("state"), "accepted");
+        let rec = hub.storage().execution("ex-adm-soup").unwrap().unwrap();
+        let stored = canonical_json::parse(rec.admission.unwrap().as_bytes()).unwrap();
+        assert!(stored.pointer("/accepted/plan").is_some(), "{stored:?}");
+        assert_eq!(
+            stored.pointer("/limits/version"),
+            cookwala::limits::default_pack().get("version")
+        );
+        hub.advance(60_000).await.unwrap();
+    }
+    // Restart with a pack of another version.
+    let mut pack = cookwala::limits::default_pack();
+    pack.as_object_mut().unwrap().insert("version".into(), "9.9.9".into());
+    let mut config = config();
+    config.catalog.set_pack(std::path::Path::new("restart-pack.json"), pack).unwrap();
+    let storage: Arc<dyn Storage> =
+        Arc::new(SqliteStorage::open(&dir.path().join("hub.sqlite3")).unwrap());
+    let hub = Hub::open(storage, config).await.unwrap();
+    assert_eq!(hub.recovered(), ["ex-adm-soup".to_owned()]);
+    let log = call(&app(hub.clone()), get("/v1/executions/ex-adm-soup/log")).await;
+    assert_eq!(log.str("outcome"), "aborted_safe");
+    let label = log.body.pointer("/device/safetyLimits").and_then(|v| v.as_str()).unwrap();
+    assert!(!label.contains("9.9.9"), "{label}");
+    let default = cookwala::limits::default_pack();
+    assert!(label.ends_with(default.get("version").unwrap().as_str().unwrap()), "{label}");
+}

@@ -17,6 +17,7 @@ fn record(id: &str) -> ExecutionRecord {
         recipe_doc: None,
         device_doc: None,
         limits_doc: None,
+        admission: None,
     }
 }
 
@@ -74,7 +75,7 @@ fn refuses_a_schema_from_a_newer_hub() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
-    assert!(matches!(SqliteStorage::open(&path), Err(StorageError::TooNew(99, 5))));
+    assert!(matches!(SqliteStorage::open(&path), Err(StorageError::TooNew(99, 6))));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use canonical_json::{Map, Value};
-use cookwala::dryrun::{DryRunError, Refusal, RefusalReason};
+use cookwala::dryrun::{DryRunError, Refusal};
 use cookwala::envelope::Target;
 use cookwala::execution::{ExecutionState as S, ExecutionState, transition_allowed};
 use cookwala::time::Instant;
@@ -60,6 +60,9 @@ pub enum SimError {
     /// Admission could not decide.
     #[error("admission: {0}")]
     Admission(String),
+    /// An accepted admission this executor cannot enforce (see [`Simulation::from_admission`]).
+    #[error("cannot enforce the admitted limits: {0}")]
+    CannotEnforce(String),
     /// The Core state table has no move from `from` to `to`.
     #[error("no transition from {from} to {to}")]
     IllegalTransition {
@@ -207,54 +210,59 @@ fn text(v: Option<&Value>) -> Option<String> {
 }
 
 impl Simulation {
-    /// Prepares an execution: runs the dry run (unless `config.plan` is given) with the
-    /// effective limits, and starts in `accepted` — or `refused` (final) with the refusal.
+    /// Prepares an execution straight from documents: [`crate::admit`] (the dry run with the
+    /// effective limits, and what this executor cannot enforce; no prechecks), then
+    /// [`Simulation::from_admission`]. Starts in `accepted`, or `refused` (final) with the
+    /// refusal.
     ///
     /// # Errors
     /// [`SimError::DryRun`] when the documents cannot be read at all; [`SimError::Clock`] for a
     /// start time the calendar cannot represent.
     pub fn new(config: SimConfig) -> Result<Simulation, SimError> {
-        let vocab = Vocabulary::builtin();
         let pack = config.pack.clone().unwrap_or_else(cookwala::limits::default_pack);
-        let limits_doc = match &config.extra_limits {
-            Some(extra) => cookwala::limits::narrow(&pack, extra),
-            None => pack,
+        let now =
+            Instant::from_unix(config.start_unix_ms.div_euclid(1000), 0).ok_or(SimError::Clock)?;
+        let request = cookwala::admission::Request {
+            precheck: None,
+            recipe: &config.recipe,
+            device: &config.device,
+            pack: &pack,
+            narrowing: config.extra_limits.as_ref(),
+            human_present: config.human_present,
+            allow_model: config.allow_model,
+            now,
         };
-        // Every limit of the pack must have a place where it is enforced; one that has none
-        // (an unknown kind, a missing bound) refuses the start rather than being ignored.
-        let parsed = limits::parse(&limits_doc);
+        let admission = crate::admit(&request).map_err(|e| match e {
+            cookwala::admission::AdmissionError::DryRun(d) => SimError::DryRun(d),
+            other => SimError::Admission(other.to_string()),
+        })?;
+        Simulation::from_admission(config, &admission)
+    }
+
+    /// Builds the run admission decided: its plan (or its refusal: the execution starts
+    /// `refused`, final) under its effective limits. The one way a run is built: a hub calls
+    /// it with the admission it made and stored, and again with the stored one after a
+    /// restart; this never decides again. `config.pack` and `config.extra_limits` are not
+    /// read (the limits are the admission's).
+    ///
+    /// # Errors
+    /// [`SimError::Clock`] for a start time the calendar cannot represent;
+    /// [`SimError::CannotEnforce`] for an accepted admission whose limits this executor cannot
+    /// enforce (one not made by [`crate::admit`], e.g. a record from another version).
+    pub fn from_admission(
+        config: SimConfig,
+        admission: &cookwala::admission::Admission,
+    ) -> Result<Simulation, SimError> {
+        let vocab = Vocabulary::builtin();
+        let limits_doc = &admission.limits;
         let start_secs = config.start_unix_ms.div_euclid(1000);
         let now = Instant::from_unix(start_secs, 0).ok_or(SimError::Clock)?;
-        let (plan, mut refusal) = match (config.refusal.clone(), config.plan.clone(), &parsed) {
-            (Some(refusal), _, _) => (Vec::new(), Some(refusal)),
-            (None, _, Err(detail)) => (
-                Vec::new(),
-                Some(Refusal {
-                    reason: RefusalReason::SafetyLimit,
-                    node: None,
-                    detail: detail.clone(),
-                }),
-            ),
-            (None, Some(plan), Ok(_)) => (plan, None),
-            (None, None, Ok(_)) => {
-                // The decision is admission's, never the simulator's own.
-                let request = cookwala::admission::Request {
-                    precheck: None,
-                    recipe: &config.recipe,
-                    device: &config.device,
-                    pack: &limits_doc,
-                    narrowing: None,
-                    human_present: config.human_present,
-                    allow_model: config.allow_model,
-                    now,
-                };
-                let admission =
-                    cookwala::admission::admit(vocab, &request).map_err(|e| match e {
-                        cookwala::admission::AdmissionError::DryRun(d) => SimError::DryRun(d),
-                        other => SimError::Admission(other.to_string()),
-                    })?;
-                (admission.plan().to_vec(), admission.refusal().cloned())
-            }
+        let plan = admission.plan().to_vec();
+        let refusal = admission.refusal().cloned();
+        let parsed = match (limits::parse(limits_doc), &refusal) {
+            (Ok(l), _) => l,
+            (Err(_), Some(_)) => limits::Limits::default(),
+            (Err(detail), None) => return Err(SimError::CannotEnforce(detail)),
         };
         let x = config.device.get("x-sim");
         let xf = |k: &str, d: f64| x.and_then(|m| m.get(k)).and_then(Value::as_f64).unwrap_or(d);
@@ -296,14 +304,16 @@ impl Simulation {
                 })
             })
             .collect::<Vec<_>>();
-        let limits = parsed.unwrap_or_default();
+        let limits = parsed;
         let specs: Vec<Arc<StepSpec>> = steps::build(vocab, &config.recipe, &plan, spec.altitude_m)
             .into_iter()
             .map(Arc::new)
             .collect();
         let recipe_classes = limits::food_classes(Some(&config.recipe));
-        if refusal.is_none() {
-            refusal = limits::start_check(&limits, &specs, &recipe_classes, MOTION_STOP_MS);
+        if refusal.is_none()
+            && let Some(r) = limits::start_check(&limits, &specs, &recipe_classes, MOTION_STOP_MS)
+        {
+            return Err(SimError::CannotEnforce(r.detail));
         }
         let mut eta_after = vec![0; specs.len()];
         for i in (0..specs.len().saturating_sub(1)).rev() {

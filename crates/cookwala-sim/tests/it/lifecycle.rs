@@ -340,14 +340,53 @@ fn statuses_along_the_way_validate() {
 
 #[test]
 fn a_precheck_refusal_starts_refused() {
-    let mut c = config("red-lentil-soup");
-    c.refusal = Some(cookwala::dryrun::Refusal {
-        reason: cookwala::dryrun::RefusalReason::Busy,
-        node: None,
-        detail: "another pot is on this hob".to_owned(),
-    });
-    let sim = Simulation::new(c).unwrap();
+    let c = config("red-lentil-soup");
+    let admission = cookwala::admission::Admission {
+        decision: cookwala::admission::Decision::Refused(cookwala::dryrun::Refusal {
+            reason: cookwala::dryrun::RefusalReason::Busy,
+            node: None,
+            detail: "another pot is on this hob".to_owned(),
+        }),
+        limits: cookwala::limits::default_pack(),
+        findings: Vec::new(),
+    };
+    let sim = Simulation::from_admission(c, &admission).unwrap();
     assert_eq!(sim.state(), S::Refused);
     assert_eq!(sim.status().pointer("/refusal/reason").unwrap().as_str(), Some("busy"));
     assert!(sim.plan().is_empty());
+}
+
+/// The admission record round-trips, and a run built from the stored record is the run built
+/// from the admission (what a hub does after a restart).
+#[test]
+fn a_run_is_built_from_its_stored_admission() {
+    let c = config("red-lentil-soup");
+    let pack = cookwala::limits::default_pack();
+    let now = cookwala::time::Instant::from_unix(c.start_unix_ms / 1000, 0).unwrap();
+    let request = cookwala::admission::Request {
+        precheck: None,
+        recipe: &c.recipe,
+        device: &c.device,
+        pack: &pack,
+        narrowing: None,
+        human_present: c.human_present,
+        allow_model: c.allow_model,
+        now,
+    };
+    let admission = cookwala_sim::admit(&request).unwrap();
+    assert!(admission.refusal().is_none());
+    let record = canonical_json::to_jcs(&admission.to_value()).unwrap();
+    let back = cookwala::admission::Admission::from_value(&canonical_json::parse(&record).unwrap())
+        .unwrap();
+    assert_eq!(back.decision, admission.decision);
+    assert_eq!(back.limits, admission.limits);
+    let a = Simulation::from_admission(c.clone(), &admission).unwrap();
+    let b = Simulation::from_admission(c, &back).unwrap();
+    assert_eq!(a.plan(), b.plan());
+    assert_eq!(a.status(), b.status());
+    // A record missing its limits is an error naming them, not a run without limits.
+    let mut broken = admission.to_value();
+    broken.as_object_mut().unwrap().remove("limits");
+    let err = cookwala::admission::Admission::from_value(&broken).unwrap_err();
+    assert!(err.to_string().contains("limits"), "{err}");
 }

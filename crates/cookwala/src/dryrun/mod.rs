@@ -97,6 +97,11 @@ impl RefusalReason {
             RefusalReason::Busy => "busy",
         }
     }
+
+    /// Parses a wire code ([`RefusalReason::as_str`]).
+    pub fn parse(code: &str) -> Option<RefusalReason> {
+        RefusalReason::ALL.into_iter().find(|r| r.as_str() == code)
+    }
 }
 
 impl fmt::Display for RefusalReason {
@@ -126,6 +131,18 @@ impl Refusal {
         }
         m.insert("detail".into(), self.detail.as_str().into());
         Value::Object(m)
+    }
+
+    /// Reads [`Refusal::to_value`] back (`None` for another shape or an unknown reason).
+    pub fn from_value(v: &Value) -> Option<Refusal> {
+        Some(Refusal {
+            reason: RefusalReason::parse(v.get("reason")?.as_str()?)?,
+            node: match v.get("node") {
+                Some(n) => Some(n.as_str()?.to_owned()),
+                None => None,
+            },
+            detail: v.get("detail")?.as_str()?.to_owned(),
+        })
     }
 }
 
