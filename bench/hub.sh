@@ -6,7 +6,8 @@
 # hub's RSS with EXECUTIONS completed executions stored, and the CPU time to simulate each
 # built-in recipe. Last, the scale phase (bench/hub-scale.py): 10, 100 and 1,000 simulated
 # devices each running an execution at speed 1 (the hub's CPU and memory per device, and the
-# stop latency on one device while all run). Numbers only: nothing here fails on timing.
+# stop latency on one device while all run), and the contention phase (bench/hub-contention.py):
+# a stop alone vs. 8 stops at once on 8 devices. Numbers only: nothing here fails on timing.
 #
 #   bench/hub.sh                 # about 2 minutes after the build (5 s per scenario)
 #   SECS=2 WARMUP_SECS=0.5 CEILING_SECS=2 EXECUTIONS=2000 bench/hub.sh   # a quicker look
@@ -52,3 +53,6 @@ cargo build --release --locked -j "$JOBS" -p cookwala-cli -p bench >&2
 
 printf 'bench: the scale phase (bench/hub-scale.py; COUNTS, WINDOW, STOPS)\n' >&2
 python3 "$ROOT/bench/hub-scale.py"
+
+printf 'bench: the contention phase (bench/hub-contention.py; DEVICES, ROUNDS, SPEED)\n' >&2
+python3 "$ROOT/bench/hub-contention.py"

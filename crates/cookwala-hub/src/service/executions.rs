@@ -563,6 +563,7 @@ impl Hub {
             occupies: accepted,
             stored: false,
             recipe: held,
+            owed_ms: Arc::default(),
             run: Arc::new(tokio::sync::Mutex::new(LiveRun {
                 device: device.id.clone(),
                 sim,

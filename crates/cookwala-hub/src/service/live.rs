@@ -67,6 +67,9 @@ pub(crate) struct Slot {
     pub recipe: Option<(Arc<Value>, String)>,
     /// The run itself.
     pub run: Arc<tokio::sync::Mutex<LiveRun>>,
+    /// Simulated ms a clock step owes the run: a step that finds the run locked (a stop or a
+    /// resume being committed) does not wait for it, and leaves its time here for the next.
+    pub owed_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Debug, Default)]
@@ -278,6 +281,30 @@ impl Live {
         hit.sort_by(|a, b| a.0.cmp(&b.0));
         Some(hit)
     }
+}
+
+/// The runs among `slots` that are free now, locked, with the simulated ms each is owed
+/// besides `dt_ms`; a run locked by someone else is skipped and owed `dt_ms` (so a clock step
+/// never waits behind a stop's commit, nor makes the stops of other runs wait behind it).
+pub(crate) fn lock_free(slots: Vec<(String, Slot)>, dt_ms: u64) -> Vec<(String, RunGuard, u64)> {
+    use std::sync::atomic::Ordering;
+    let mut out = Vec::with_capacity(slots.len());
+    for (id, slot) in slots {
+        match slot.run.clone().try_lock_owned() {
+            Ok(guard) => {
+                let owed = slot.owed_ms.swap(0, Ordering::AcqRel);
+                if !guard.gone && !guard.sim.is_final() {
+                    out.push((id, guard, dt_ms.saturating_add(owed)));
+                }
+            }
+            // A run still being created did not exist before this step: it is owed nothing.
+            Err(_) if slot.stored => {
+                slot.owed_ms.fetch_add(dt_ms, Ordering::AcqRel);
+            }
+            Err(_) => {}
+        }
+    }
+    out
 }
 
 /// Locks `slots` one after the other (in the given order) and returns the guards of the runs

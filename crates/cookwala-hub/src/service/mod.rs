@@ -540,7 +540,8 @@ impl Hub {
         Ok(tokio::task::spawn_blocking(move || f(&*s)).await??)
     }
 
-    /// Advances every live execution by `dt_ms` of simulated time and persists every change.
+    /// Advances every live execution by `dt_ms` of simulated time and persists every change
+    /// (one locked by a stop or a resume at this moment gets its time in the next step).
     ///
     /// # Errors
     /// The storage fails (the simulations keep their state and are persisted next time).
@@ -548,12 +549,13 @@ impl Hub {
         Ok(self.advance_raw(dt_ms).await?)
     }
 
-    /// [`Hub::advance`] with the storage's own error. Each run is locked in turn (in id
-    /// order) and stays locked, with its change, until the one commit of the step is durable.
+    /// [`Hub::advance`] with the storage's own error. Each free run is locked (a run locked
+    /// by a stop or a resume right now is skipped and gets its time in a later step) and stays
+    /// locked, with its change, until the one commit of the step is durable.
     async fn advance_raw(&self, dt_ms: u64) -> Result<(), StorageError> {
         let mut held = Vec::new();
         let mut commit = Commit::default();
-        for (id, mut run) in live::lock_live(self.inner.live.slots()).await {
+        for (id, mut run, dt_ms) in live::lock_free(self.inner.live.slots(), dt_ms) {
             let before = run.seq();
             let prev = run.state();
             let incidents = run.incidents().len();
