@@ -18,10 +18,12 @@
 //! conformance claim with a ConformanceReport run and signed at start-up ([`conformance`]), and
 //! its signing key at `/.well-known/cookwala.json` ([`identity`]).
 //!
-//! Every mutation of an execution happens under the hub's live-execution lock (one lock for
-//! every device today; per-execution state is issue 24's next step) and is committed (WAL,
-//! `synchronous = FULL`) before the response leaves, together with the idempotency record that
-//! lets a retried POST get the original answer and the CloudEvents that report it.
+//! The hub drives each device through the [`executor::Executor`] interface (admit, start, then
+//! the run's stop, pause, resume, status, log and events; the in-process simulator is its
+//! first implementation). Every mutation of an execution happens under that execution's own
+//! lock and is committed (WAL, `synchronous = FULL`) before the lock is released and the
+//! response leaves, together with the idempotency record that lets a retried POST get the
+//! original answer and the CloudEvents that report it.
 //!
 //! **Events.** [`events`] maps simulator events to CloudEvents; they are committed to a durable
 //! outbox with the change they report, streamed over SSE (`GET /cookwala/v1/events`, resumable
@@ -29,13 +31,14 @@
 //! order. Heartbeats are live only (see the `bus` module).
 
 // Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
-// them (`auth`, `catalog`, `clock`, `conformance`, `identity`, `limits`, `openapi`,
+// them (`auth`, `catalog`, `clock`, `conformance`, `executor`, `identity`, `limits`, `openapi`,
 // `privacy`) call none of the layers. The accept loop is `http/server`: everything that
 // speaks HTTP is under `http/`.
 pub mod auth;
 pub mod catalog;
 mod clock;
 pub mod conformance;
+pub mod executor;
 mod http;
 pub mod identity;
 mod limits;

@@ -56,5 +56,5 @@ pub fn cannot_enforce(
     let specs: Vec<Arc<crate::steps::StepSpec>> =
         crate::steps::build(vocab, recipe, plan, altitude).into_iter().map(Arc::new).collect();
     let classes = crate::limits::food_classes(Some(recipe));
-    crate::limits::start_check(&parsed, &specs, &classes, crate::sim::MOTION_STOP_MS)
+    crate::limits::start_check(&parsed, &specs, &classes, crate::config::MOTION_STOP_MS)
 }

@@ -4,6 +4,10 @@ use canonical_json::Value;
 
 pub use cookwala::admission::PlanStep;
 
+/// Delay from a stop request to all motion stopped (ms); the budget is 500 ms. (Here, not in
+/// `sim`, because admission's start check reads it too: see `crate::admit`.)
+pub const MOTION_STOP_MS: u64 = 100;
+
 /// A fault to inject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultKind {

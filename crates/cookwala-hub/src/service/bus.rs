@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError};
 
 use canonical_json::Value;
 use cookwala::execution::ExecutionState;
-use cookwala_sim::{SimEvent, Simulation};
+use cookwala_sim::SimEvent;
 
 use crate::outbox::LiveEvent;
 use crate::outbox::events::{self, Execution};
@@ -66,7 +66,12 @@ impl Hub {
     }
 
     /// The event reporting a new execution (`accepted` or `refused`) on `device`.
-    pub(crate) fn created_events(&self, id: &str, device: &str, sim: &Simulation) -> Vec<NewEvent> {
+    pub(crate) fn created_events(
+        &self,
+        id: &str,
+        device: &str,
+        sim: &dyn crate::executor::Run,
+    ) -> Vec<NewEvent> {
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
         let exe = Execution {
@@ -115,7 +120,7 @@ impl Hub {
             })
             .collect();
         Commit {
-            updates: vec![snapshot(id, sim)],
+            updates: vec![snapshot(id, &**sim)],
             incidents,
             events: docs.iter().map(events::to_new).collect(),
             ..Commit::default()

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::executor::{Run, RunEvent};
 use canonical_json::{Map, Value};
-use cookwala_sim::{SimEvent, Simulation};
 
 use crate::auth::{Principal, Role};
 use crate::service::Error;
@@ -161,10 +161,10 @@ impl Hub {
         &self,
         id: &str,
         run: &mut LiveRun,
-        op: impl FnOnce(&mut Simulation) -> Result<(Vec<SimEvent>, T), E>,
+        op: impl FnOnce(&mut dyn Run) -> Result<(Vec<RunEvent>, T), E>,
     ) -> Result<(Commit, T), E> {
         let (prev, incidents) = (run.state(), run.incidents().len());
-        let (events, out) = op(&mut run.sim)?;
+        let (events, out) = op(&mut *run.sim)?;
         Ok((self.change(id, run, prev, &events, incidents), out))
     }
 
@@ -463,22 +463,24 @@ impl Hub {
         };
         // One decision: prechecks, then the dry run with the limits this device enforces, then
         // what the executor cannot enforce. Stored with the execution; the run is built from it.
-        let admission = cookwala_sim::admit(&cookwala::admission::Request {
-            precheck: Some(context),
-            recipe: recipe.as_ref().unwrap_or(&empty),
-            device: &device.doc,
-            pack: catalog.pack(),
-            narrowing: device.extra_limits.as_ref(),
-            human_present,
-            allow_model: true,
-            now,
-        })
-        .map_err(|e| match e {
-            cookwala::admission::AdmissionError::Request(why) => {
-                Error::InvalidRequest(why.to_string())
-            }
-            other => Error::internal(&other),
-        })?;
+        let admission = device
+            .executor
+            .admit(&cookwala::admission::Request {
+                precheck: Some(context),
+                recipe: recipe.as_ref().unwrap_or(&empty),
+                device: &device.doc,
+                pack: catalog.pack(),
+                narrowing: device.extra_limits.as_ref(),
+                human_present,
+                allow_model: true,
+                now,
+            })
+            .map_err(|e| match e {
+                cookwala::admission::AdmissionError::Request(why) => {
+                    Error::InvalidRequest(why.to_string())
+                }
+                other => Error::internal(&other),
+            })?;
         let run = RunConfig {
             recipe: recipe_id.clone(),
             device: device.id.clone(),
@@ -491,22 +493,18 @@ impl Hub {
             .as_ref()
             .map(|r| self.inner.recipe_jcs.get(&recipe_id).cloned().unwrap_or_else(|| jcs_text(r)));
         let recipe = recipe.map(Arc::new);
-        let mut config = cookwala_sim::SimConfig::new(
-            recipe.as_deref().cloned().unwrap_or_else(|| Value::Object(Map::new())),
-            device.doc.clone(),
-        );
-        config.human_present = human_present;
-        config.seed = run.seed;
-        config.start_unix_ms = now_ms;
-        config.time_scale = self.time_scale();
-        config.execution_id = id.clone();
-        config.request_id = id.clone();
-        config.faults.clone_from(&self.inner.config.sim_faults);
-        // The simulator is built from the admission (its plan, or its refusal, under its
+        let start = crate::executor::RunStart {
+            recipe: recipe.as_deref().cloned().unwrap_or_else(|| Value::Object(Map::new())),
+            human_present,
+            seed: run.seed,
+            start_unix_ms: now_ms,
+            time_scale: self.time_scale(),
+            execution_id: id.clone(),
+        };
+        // The device builds the run from the admission (its plan, or its refusal, under its
         // effective limits: the device's own pack, what `/v1/safety-limits` serves); it does
         // not decide again.
-        let sim =
-            Simulation::from_admission(config, &admission).map_err(|e| Error::internal(&e))?;
+        let sim = device.executor.start(start, &admission).map_err(|e| Error::internal(&e))?;
         // The start answer carries the plan the hub accepted (`x-hub-plan`, as the upstream hub
         // sends it and its clients read it); later statuses do not repeat it.
         let mut status = sim.status();
@@ -516,7 +514,7 @@ impl Hub {
             let plan = sim.plan().iter().map(cookwala_sim::PlanStep::to_value).collect();
             m.insert("x-hub-plan".into(), Value::Array(plan));
         }
-        let snap = snapshot(&id, &sim);
+        let snap = snapshot(&id, &*sim);
         let rec = ExecutionRecord {
             id: id.clone(),
             request: jcs_text(doc),
@@ -545,7 +543,7 @@ impl Hub {
                 NewIncident { id: id.clone(), body: jcs_text(&Value::Object(m)) }
             })
             .collect();
-        let events = self.created_events(&id, &device.id, &sim);
+        let events = self.created_events(&id, &device.id, &*sim);
         let commit = Commit {
             create: Some(rec),
             idempotency: Some(idem),
@@ -688,6 +686,6 @@ impl Hub {
         if run.gone {
             return None;
         }
-        Some((run.device.clone(), run.status(), run.trace().to_value()))
+        Some((run.device.clone(), run.status(), run.trace()))
     }
 }

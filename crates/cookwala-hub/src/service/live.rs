@@ -22,30 +22,30 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::executor::Run;
 use canonical_json::Value;
-use cookwala_sim::Simulation;
 use tokio::sync::OwnedMutexGuard;
 
 /// A live execution: its device and its simulation (derefs to the simulation).
 #[derive(Debug)]
 pub(crate) struct LiveRun {
     pub device: String,
-    pub sim: Simulation,
+    pub sim: Box<dyn Run>,
     /// The run was never stored (its start's commit failed) or was taken over by another
     /// replica: whoever holds its lock must leave it alone.
     pub gone: bool,
 }
 
 impl std::ops::Deref for LiveRun {
-    type Target = Simulation;
-    fn deref(&self) -> &Simulation {
-        &self.sim
+    type Target = dyn Run;
+    fn deref(&self) -> &(dyn Run + 'static) {
+        &*self.sim
     }
 }
 
 impl std::ops::DerefMut for LiveRun {
-    fn deref_mut(&mut self) -> &mut Simulation {
-        &mut self.sim
+    fn deref_mut(&mut self) -> &mut (dyn Run + 'static) {
+        &mut *self.sim
     }
 }
 

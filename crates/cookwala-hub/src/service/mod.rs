@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use canonical_json::{Map, Value};
 use cookwala::execution::{ExecutionState, transition_allowed};
-use cookwala_sim::{SimConfig, Simulation};
+use cookwala_sim::SimConfig;
+
+use crate::executor::Executor as _;
 
 use crate::catalog::Catalog;
 use crate::outbox::Bus;
@@ -247,6 +249,8 @@ pub(crate) fn recipe_of(rec: &ExecutionRecord, catalog: &Catalog) -> Option<Valu
 pub(crate) struct Device {
     /// The catalog id.
     pub id: String,
+    /// What drives it (the in-process simulator for every device today).
+    pub executor: Arc<dyn crate::executor::Executor>,
     /// The Capabilities document.
     pub doc: Value,
     /// The pack narrowing the default one (the simulator's `extra_limits`).
@@ -395,8 +399,12 @@ impl Hub {
                 let root = id == device_id;
                 let doc_jcs = jcs_text(&doc);
                 let extra_limits_jcs = extra_limits.as_ref().map(jcs_text);
+                let executor: Arc<dyn crate::executor::Executor> = Arc::new(
+                    crate::executor::SimExecutor::new(doc.clone(), config.sim_faults.clone()),
+                );
                 let device = Device {
                     id: id.to_owned(),
+                    executor,
                     doc,
                     extra_limits,
                     limits,
@@ -646,7 +654,7 @@ impl Hub {
     }
 }
 
-pub(crate) fn snapshot(id: &str, sim: &Simulation) -> StatusUpdate {
+pub(crate) fn snapshot(id: &str, sim: &dyn crate::executor::Run) -> StatusUpdate {
     StatusUpdate {
         id: id.to_owned(),
         status: jcs_text(&sim.status()),
@@ -819,10 +827,34 @@ fn recovered_log(
         let v = canonical_json::parse(text.as_bytes()).ok()?;
         cookwala::admission::Admission::from_value(&v).ok()
     });
-    let mut sim = match stored {
-        Some(admission) => Simulation::from_admission(config, &admission).ok()?,
-        None => Simulation::new(config).ok()?,
+    let admission = match stored {
+        Some(admission) => admission,
+        None => {
+            let pack = config.pack.clone().unwrap_or_else(cookwala::limits::default_pack);
+            let now = cookwala::time::Instant::from_unix(config.start_unix_ms.div_euclid(1000), 0)?;
+            cookwala_sim::admit(&cookwala::admission::Request {
+                precheck: None,
+                recipe: &config.recipe,
+                device: &config.device,
+                pack: &pack,
+                narrowing: config.extra_limits.as_ref(),
+                human_present: config.human_present,
+                allow_model: config.allow_model,
+                now,
+            })
+            .ok()?
+        }
     };
+    let executor = crate::executor::SimExecutor::new(config.device.clone(), Vec::new());
+    let start = crate::executor::RunStart {
+        recipe: config.recipe,
+        human_present: config.human_present,
+        seed: config.seed,
+        start_unix_ms: config.start_unix_ms,
+        time_scale: config.time_scale,
+        execution_id: rec.id.clone(),
+    };
+    let mut sim = executor.start(start, &admission).ok()?;
     sim.stop(loss.why());
     let mut log = sim.log()?;
     let m = log.as_object_mut()?;

@@ -27,8 +27,7 @@ mod report;
 pub const TICK_MS: u64 = 100;
 /// Sensor sampling period (ms).
 pub const SAMPLE_MS: u64 = 1_000;
-/// Delay from a stop request to all motion stopped (ms); the budget is 500 ms.
-pub const MOTION_STOP_MS: u64 = 100;
+pub use crate::config::MOTION_STOP_MS;
 /// Delay from a stop request to all heaters off (ms); the budget is 1 s.
 pub const HEAT_CUT_MS: u64 = 200;
 const SENSOR_FAULT_AFTER_MS: u64 = 5_000;
