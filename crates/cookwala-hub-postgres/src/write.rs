@@ -91,7 +91,16 @@ pub(crate) async fn write_one(
                 "UPDATE executions SET status = $2, seq = $3, state = $4, is_final = $5,
                     log = COALESCE($6, log), updated_ms = $7
                  WHERE id = $1 AND owner = $8 AND NOT is_final",
-                &[&u.id, &u.status, &as_i64(u.seq), &u.state, &u.is_final, &u.log, &now, &me],
+                &[
+                    &u.id,
+                    &u.status,
+                    &as_i64(u.seq),
+                    &u.state.as_str(),
+                    &u.is_final,
+                    &u.log,
+                    &now,
+                    &me,
+                ],
             )
             .await
             .map_err(|e| pg(&e))?;

@@ -102,6 +102,13 @@ pub fn required_fields(req: &Value) -> Result<(), RequestError> {
     }
 }
 
+/// True when `core` is a version this executor speaks (0.2.x): the second check, on its own
+/// for a transport that answers it before the document's shape is checked (the hub's 400
+/// `unsupported-version`).
+pub fn version_supported(core: &str) -> bool {
+    core.starts_with("0.2.")
+}
+
 /// Runs the prechecks in order.
 ///
 /// # Errors
@@ -130,7 +137,7 @@ fn first_refusal(ctx: &Context<'_>) -> Option<Refusal> {
             .unwrap_or_default(),
         None => String::new(),
     };
-    if !core.starts_with("0.2.") {
+    if !version_supported(&core) {
         // Quoted up to 64 characters: a refusal does not echo a megabyte back (issue 22).
         let shown: String = core.chars().take(64).collect();
         let more = if shown.len() < core.len() { "…" } else { "" };

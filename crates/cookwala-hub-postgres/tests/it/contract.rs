@@ -53,7 +53,7 @@ fn update(id: &str, seq: u64, state: &str, is_final: bool) -> StatusUpdate {
         id: id.to_owned(),
         status: format!("{{\"seq\":{seq},\"state\":\"{state}\"}}"),
         seq,
-        state: state.to_owned(),
+        state: cookwala::execution::ExecutionState::parse(state).unwrap(),
         is_final,
         log: is_final.then(|| "{\"outcome\":\"completed\"}".to_owned()),
     }

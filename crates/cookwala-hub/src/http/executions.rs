@@ -60,7 +60,7 @@ pub(super) async fn start(
     }
     // 2. version.
     let core = str_field(&doc, "core")?;
-    if !core.starts_with("0.2.") {
+    if !cookwala::precheck::version_supported(core) {
         let mut e = ApiError::new(
             StatusCode::BAD_REQUEST,
             "unsupported-version",

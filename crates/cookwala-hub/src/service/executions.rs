@@ -521,7 +521,7 @@ impl Hub {
             config: jcs_text(&run.to_value()),
             status: snap.status,
             seq: snap.seq,
-            state: snap.state,
+            state: snap.state.as_str().to_owned(),
             is_final: snap.is_final,
             log: snap.log,
             recipe_doc,

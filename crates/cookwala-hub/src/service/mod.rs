@@ -659,7 +659,7 @@ pub(crate) fn snapshot(id: &str, sim: &dyn crate::executor::Run) -> StatusUpdate
         id: id.to_owned(),
         status: jcs_text(&sim.status()),
         seq: sim.seq(),
-        state: sim.state().as_str().to_owned(),
+        state: sim.state(),
         is_final: sim.is_final(),
         log: sim.log().map(|l| jcs_text(&l)),
     }
@@ -734,7 +734,7 @@ pub(crate) fn recover_one(
         id: rec.id.clone(),
         status: jcs_text(&status),
         seq,
-        state: "stopped".to_owned(),
+        state: ExecutionState::Stopped,
         is_final: true,
         log,
     };
@@ -786,8 +786,8 @@ fn recovered_status(rec: &ExecutionRecord, stamp: &str) -> (Value, u64) {
     // One step where the standard's state table allows `-> stopped` (accepted, stopping), two
     // (through stopping) from the active states. A stored state the standard does not name
     // (an unreadable row) takes two, like an active one: the safe reading.
-    let direct = ExecutionState::parse(&rec.state)
-        .is_some_and(|s| transition_allowed(s, ExecutionState::Stopped));
+    let direct =
+        rec.execution_state().is_some_and(|s| transition_allowed(s, ExecutionState::Stopped));
     let steps = if direct { 1 } else { 2 };
     let seq = rec.seq + steps;
     let mut status = canonical_json::parse(rec.status.as_bytes()).unwrap_or(Value::Null);

@@ -102,6 +102,14 @@ pub struct ExecutionRecord {
     pub admission: Option<String>,
 }
 
+impl ExecutionRecord {
+    /// The stored state as the standard's enum (`None` for a name the standard does not have:
+    /// an unreadable row, which recovery treats as active).
+    pub fn execution_state(&self) -> Option<cookwala::execution::ExecutionState> {
+        cookwala::execution::ExecutionState::parse(&self.state)
+    }
+}
+
 /// A new status for a stored execution.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StatusUpdate {
@@ -111,8 +119,8 @@ pub struct StatusUpdate {
     pub status: String,
     /// The status `seq`.
     pub seq: u64,
-    /// The status `state`.
-    pub state: String,
+    /// The status `state` (stored as its wire name).
+    pub state: cookwala::execution::ExecutionState,
     /// True once the state is final.
     pub is_final: bool,
     /// The ExecutionLog (JCS text), once final.

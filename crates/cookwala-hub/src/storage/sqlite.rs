@@ -187,7 +187,15 @@ fn apply_update(tx: &rusqlite::Connection, u: &StatusUpdate) -> rusqlite::Result
         "UPDATE executions SET status = ?2, seq = ?3, state = ?4, is_final = ?5,
             log = COALESCE(?6, log), updated_ms = ?7 WHERE id = ?1",
     )?
-    .execute(params![u.id, u.status, seq_i64(u.seq), u.state, u.is_final, u.log, now_ms()])?;
+    .execute(params![
+        u.id,
+        u.status,
+        seq_i64(u.seq),
+        u.state.as_str(),
+        u.is_final,
+        u.log,
+        now_ms()
+    ])?;
     Ok(())
 }
 

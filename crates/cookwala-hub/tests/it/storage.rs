@@ -41,7 +41,7 @@ fn opens_in_wal_with_full_sync_and_keeps_records_across_reopen() {
             id: "ex-2".to_owned(),
             status: r#"{"seq":3}"#.to_owned(),
             seq: 3,
-            state: "completed".to_owned(),
+            state: cookwala::execution::ExecutionState::Completed,
             is_final: true,
             log: Some("{}".to_owned()),
         };
