@@ -443,7 +443,8 @@ impl Hub {
             .recipe_id(recipe_ref)
             .unwrap_or_else(|| cookwala::precheck::ref_id(recipe_ref))
             .to_owned();
-        let recipe = catalog.recipe(&recipe_id).cloned();
+        let held = self.inner.recipes.get(&recipe_id);
+        let recipe = held.map(|h| h.doc.as_ref());
         let now_ms = self.now_ms();
         let now = cookwala::time::Instant::from_unix(now_ms.div_euclid(1000), 0)
             .ok_or_else(|| Error::internal(&"clock out of range"))?;
@@ -451,7 +452,7 @@ impl Hub {
         let empty = Value::Object(Map::new());
         let context = cookwala::precheck::Context {
             request: doc,
-            recipe: recipe.as_ref(),
+            recipe,
             recalls: &recalls,
             // An agent's mandate must carry a principal signature the hub can verify; a person's
             // request is checked when the hub has trusted keys to check it with.
@@ -467,7 +468,7 @@ impl Hub {
             .executor
             .admit(&cookwala::admission::Request {
                 precheck: Some(context),
-                recipe: recipe.as_ref().unwrap_or(&empty),
+                recipe: recipe.unwrap_or(&empty),
                 device: &device.doc,
                 pack: catalog.pack(),
                 narrowing: device.extra_limits.as_ref(),
@@ -489,12 +490,9 @@ impl Hub {
             start_unix_ms: now_ms,
             time_scale: self.time_scale(),
         };
-        let recipe_doc = recipe
-            .as_ref()
-            .map(|r| self.inner.recipe_jcs.get(&recipe_id).cloned().unwrap_or_else(|| jcs_text(r)));
-        let recipe = recipe.map(Arc::new);
+        let recipe_doc = held.map(|h| h.jcs.clone());
         let start = crate::executor::RunStart {
-            recipe: recipe.as_deref().cloned().unwrap_or_else(|| Value::Object(Map::new())),
+            recipe: recipe.cloned().unwrap_or_else(|| Value::Object(Map::new())),
             human_present,
             seed: run.seed,
             start_unix_ms: now_ms,
@@ -552,15 +550,11 @@ impl Hub {
             ..Commit::default()
         };
         let accepted = !sim.is_final();
-        let held = recipe.map(|r| {
-            let hash = canonical_json::digest::document_hash(&r).unwrap_or_default();
-            (r, hash)
-        });
         let slot = Slot {
             device: device.id.clone(),
             occupies: accepted,
             stored: false,
-            recipe: held,
+            recipe: held.filter(|_| accepted).map(|h| (h.doc.clone(), h.hash.clone())),
             owed_ms: Arc::default(),
             run: Arc::new(tokio::sync::Mutex::new(LiveRun {
                 device: device.id.clone(),

@@ -273,6 +273,14 @@ impl Device {
     }
 }
 
+/// A catalog recipe as the hub holds it (see [`Inner::recipes`]).
+#[derive(Debug)]
+pub(crate) struct HeldRecipe {
+    pub doc: Arc<Value>,
+    pub jcs: String,
+    pub hash: String,
+}
+
 /// The hub: cheap to clone (an `Arc`).
 #[derive(Clone, Debug)]
 pub struct Hub {
@@ -302,8 +310,9 @@ pub(crate) struct Inner {
     pub bus: Bus,
     /// What POSTs being committed right now hold (see [`Reserved`]).
     pub reserved: std::sync::Mutex<Reserved>,
-    /// Every catalog recipe as JCS (stored with each execution; written once here).
-    pub recipe_jcs: BTreeMap<String, String>,
+    /// Every catalog recipe, shared, with its JCS text (stored with each execution) and its
+    /// document hash (what a recall is decided on): both written once here, not per start.
+    pub recipes: BTreeMap<String, HeldRecipe>,
     /// Statuses of final executions already read, by device and id (see [`FinalStatuses`]).
     pub finals: std::sync::Mutex<FinalStatuses>,
     /// Event streams open now (bounded by [`HubConfig::max_streams`]).
@@ -415,10 +424,18 @@ impl Hub {
                 Some((id.to_owned(), Arc::new(device)))
             })
             .collect();
-        let recipe_jcs: BTreeMap<String, String> = config
+        let recipes: BTreeMap<String, HeldRecipe> = config
             .catalog
             .recipe_ids()
-            .filter_map(|id| Some((id.to_owned(), jcs_text(config.catalog.recipe(id)?))))
+            .filter_map(|id| {
+                let doc = config.catalog.recipe(id)?;
+                let held = HeldRecipe {
+                    jcs: jcs_text(doc),
+                    hash: canonical_json::digest::document_hash(doc).ok()?,
+                    doc: Arc::new(doc.clone()),
+                };
+                Some((id.to_owned(), held))
+            })
             .collect();
         let root = devices
             .get(&device_id)
@@ -478,7 +495,7 @@ impl Hub {
                 devices,
                 live: live::Live::default(),
                 reserved: std::sync::Mutex::new(Reserved::default()),
-                recipe_jcs,
+                recipes,
                 finals: std::sync::Mutex::new(FinalStatuses::default()),
                 streams: Arc::new(crate::limits::StreamSlots::default()),
                 incident_rate: std::sync::Mutex::new(crate::limits::RateWindow::default()),
