@@ -42,6 +42,7 @@ pub mod executor;
 mod http;
 pub mod identity;
 mod limits;
+pub mod metrics;
 pub mod openapi;
 pub mod outbox;
 pub mod privacy;

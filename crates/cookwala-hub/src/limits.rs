@@ -62,6 +62,11 @@ impl StreamSlots {
     ///
     /// # Errors
     /// `who` holds its share already, or every place is taken.
+    /// Streams open now.
+    pub(crate) fn open_count(&self) -> usize {
+        self.open().total
+    }
+
     pub(crate) fn take(
         self: &Arc<Self>,
         who: &crate::auth::Principal,

@@ -31,6 +31,7 @@ mod documents;
 pub mod error;
 pub(crate) mod events;
 mod executions;
+mod health;
 mod incidents;
 pub(crate) mod limits;
 mod problem;
@@ -103,6 +104,8 @@ pub fn app(hub: Hub) -> Router {
         .merge(events::routes())
         .merge(ws::routes())
         .merge(dashboard::routes())
+        .merge(health::routes())
+        .route_layer(axum::middleware::from_fn_with_state(hub.clone(), health::count))
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

@@ -82,6 +82,7 @@ pub(crate) async fn run(
         max_body: hub.config().max_body,
         limits: limits.clone(),
         builder,
+        metrics: hub.metrics(),
     });
     let (closing_tx, closing_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
@@ -135,6 +136,23 @@ struct Shared {
     max_body: usize,
     limits: ConnLimits,
     builder: hyper::server::conn::http1::Builder,
+    metrics: Arc<crate::metrics::Metrics>,
+}
+
+/// Counts a connection in `cookwala_connections_open` while it lives.
+struct OpenConnection(Arc<crate::metrics::Metrics>);
+
+impl OpenConnection {
+    fn new(metrics: Arc<crate::metrics::Metrics>) -> OpenConnection {
+        metrics.connections.inc();
+        OpenConnection(metrics)
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.connections.dec();
+    }
 }
 
 /// One admitted connection: its id in the registry and what closes it early.
@@ -151,6 +169,7 @@ async fn connection(
     mut closing: watch::Receiver<bool>,
 ) {
     let id = slot.id;
+    let _open = OpenConnection::new(shared.metrics.clone());
     let svc = {
         let shared = shared.clone();
         hyper::service::service_fn(move |req| handle(shared.clone(), id, peer, req))

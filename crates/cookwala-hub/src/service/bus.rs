@@ -44,7 +44,13 @@ impl Hub {
         }
         let has_events = !commit.events.is_empty();
         let stash = retry_events.then(|| (commit.events.clone(), commit.incidents.clone()));
+        let began = std::time::Instant::now();
         let res = crate::outbox::db(&self.inner.storage, move |s| s.commit(&commit)).await;
+        let metrics = &self.inner.metrics;
+        metrics.commit_seconds.observe(began.elapsed().as_secs_f64());
+        if res.is_err() {
+            metrics.commit_failures.inc();
+        }
         match res {
             Ok(()) => {
                 if has_events {
@@ -96,6 +102,7 @@ impl Hub {
         incidents_before: usize,
     ) -> Commit {
         let sim = &run.sim;
+        self.count_change(prev, &**sim, sim_events);
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
         let exe = Execution {
@@ -124,6 +131,28 @@ impl Hub {
             incidents,
             events: docs.iter().map(events::to_new).collect(),
             ..Commit::default()
+        }
+    }
+
+    /// Counts what a change did for `/metrics`: an accepted execution reaching a final state,
+    /// each safety limit that fired.
+    fn count_change(
+        &self,
+        prev: ExecutionState,
+        run: &dyn crate::executor::Run,
+        sim_events: &[SimEvent],
+    ) {
+        let metrics = &self.inner.metrics;
+        if !prev.is_final() && run.is_final() {
+            let state = run.state().as_str().to_owned();
+            metrics.ended.get_or_create(&crate::metrics::StateLabels { state }).inc();
+        }
+        for e in sim_events {
+            if let cookwala_sim::EventKind::Safety { limit, action, .. } = &e.kind {
+                let labels =
+                    crate::metrics::LimitLabels { limit: limit.clone(), action: action.clone() };
+                metrics.safety_firings.get_or_create(&labels).inc();
+            }
         }
     }
 

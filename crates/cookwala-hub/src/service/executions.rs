@@ -57,6 +57,8 @@ pub(crate) struct Decided {
     status: Value,
     /// Accepted (not refused at once).
     accepted: bool,
+    /// The refusal's reason code, when refused.
+    refusal: Option<&'static str>,
     slot: Slot,
 }
 
@@ -404,7 +406,7 @@ impl Hub {
                 }
             }
         };
-        let Decided { commit, status, accepted, .. } = decided;
+        let Decided { commit, status, accepted, refusal, .. } = decided;
         let mut run = guard;
         // Commit with the run locked by this start (nobody sees it until it is durable). The
         // rest runs in its own task: a client that hangs up must not leave a stored execution
@@ -429,6 +431,17 @@ impl Hub {
             }
         });
         finish.await.map_err(|e| StartFailure::Failed(e.into()))??;
+        let metrics = &self.inner.metrics;
+        match refusal {
+            None => {
+                let device = req.device.id.clone();
+                metrics.started.get_or_create(&crate::metrics::DeviceLabels { device }).inc();
+            }
+            Some(reason) => {
+                let reason = reason.to_owned();
+                metrics.refused.get_or_create(&crate::metrics::ReasonLabels { reason }).inc();
+            }
+        }
         Ok(Answer::Fresh(status))
     }
 
@@ -562,7 +575,12 @@ impl Hub {
                 gone: false,
             })),
         };
-        Ok(Decided { commit, status, accepted, slot })
+        let refusal = (!accepted).then(|| {
+            admission.refusal().map_or(cookwala::dryrun::RefusalReason::SafetyLimit.as_str(), |r| {
+                r.reason.as_str()
+            })
+        });
+        Ok(Decided { commit, status, accepted, refusal, slot })
     }
 
     /// The status of `id` if it is live on `device` (`None` when it is not live; a 404 when it

@@ -235,6 +235,12 @@ impl Hub {
                     first = false;
                     last_renew = tokio::time::Instant::now();
                     res = hub.renew_leases().await;
+                    if res.is_ok() {
+                        let now = hub.now_ms();
+                        hub.inner
+                            .leases_renewed_ms
+                            .store(now, std::sync::atomic::Ordering::Relaxed);
+                    }
                 }
                 if res.is_ok() && last_claim.elapsed() >= claim_every {
                     last_claim = tokio::time::Instant::now();
@@ -332,6 +338,7 @@ impl Hub {
             Ok((ended, s.recalls()?))
         })
         .await?;
+        self.inner.metrics.failovers.inc_by(ended.len() as u64);
         if !ended.is_empty() {
             self.inner.bus.committed.send_modify(|n| *n = n.wrapping_add(1));
         }

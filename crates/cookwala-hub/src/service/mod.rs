@@ -324,6 +324,12 @@ pub(crate) struct Inner {
     pub relay: Arc<std::sync::atomic::AtomicBool>,
     /// Set once shutdown begins: new executions are refused from then on.
     pub closing: std::sync::atomic::AtomicBool,
+    /// What the operators' `/metrics` shows (see [`crate::metrics`]).
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// True while the MQTT session is connected (`/readyz`).
+    pub mqtt_connected: std::sync::atomic::AtomicBool,
+    /// When the fleet loop last renewed this replica's leases (Unix ms; 0: never).
+    pub leases_renewed_ms: std::sync::atomic::AtomicI64,
 }
 
 /// A bounded cache of final statuses: a final status never changes, so a GET can answer from
@@ -494,6 +500,9 @@ impl Hub {
                 root,
                 devices,
                 live: live::Live::default(),
+                metrics: Arc::new(crate::metrics::Metrics::new()),
+                mqtt_connected: std::sync::atomic::AtomicBool::new(false),
+                leases_renewed_ms: std::sync::atomic::AtomicI64::new(0),
                 reserved: std::sync::Mutex::new(Reserved::default()),
                 recipes,
                 finals: std::sync::Mutex::new(FinalStatuses::default()),

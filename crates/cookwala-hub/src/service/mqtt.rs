@@ -356,6 +356,7 @@ async fn run(hub: Hub, config: Arc<MqttConfig>) {
     let mut failures = 0u32;
     loop {
         let connected = session(&hub, &config, &key, tls.clone(), &mut listener).await;
+        hub.inner.mqtt_connected.store(false, std::sync::atomic::Ordering::Relaxed);
         let why = match connected {
             Ok(()) => return,
             Err(Failure::AfterConnect(why)) => {
@@ -431,6 +432,7 @@ async fn session(
     let broker_max = connect(&mut events).await.map_err(Failure::Connect)?;
     let lost = |e: String| Failure::AfterConnect(e);
     crate::clock::note(format_args!("cookwala-hub: mqtt {key}: connected"));
+    hub.inner.mqtt_connected.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut filter = Filter::new(config.safety_filter(), QoS::ExactlyOnce);
     filter.nolocal = true;
     client.try_subscribe_many([filter]).map_err(|e| lost(format!("subscribe: {e}")))?;

@@ -190,3 +190,90 @@ pub(super) fn recent_created(
     found.truncate(limit);
     Ok(found)
 }
+
+/// What `/readyz` reports: each check and whether all passed.
+#[derive(Debug)]
+pub(crate) struct Readiness {
+    /// Every check passed.
+    pub ready: bool,
+    /// Each check's name and outcome (`ok`, or a short reason), in a stable order.
+    pub checks: Vec<(&'static str, String)>,
+}
+
+impl Hub {
+    /// The hub's metrics (what `http/server` counts connections in).
+    pub(crate) fn metrics(&self) -> Arc<crate::metrics::Metrics> {
+        self.inner.metrics.clone()
+    }
+
+    /// The Prometheus text of `/metrics`: the gauges that mirror state are read now (the live
+    /// executions, devices, streams, the outbox position and how far each transport is
+    /// behind it, the leases held), then everything is encoded.
+    pub(crate) async fn metrics_text(&self) -> String {
+        let m = &self.inner.metrics;
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        m.active.set(count(self.inner.live.len()));
+        m.devices.set(count(self.inner.devices.len()));
+        m.streams.set(count(self.inner.streams.open_count()));
+        m.leases.set(if self.in_fleet() { count(self.inner.live.busy_devices().len()) } else { 0 });
+        // Where each transport is, from its durable cursor (a store that does not answer
+        // leaves these as they were).
+        let hooks: Vec<String> = self.inner.config.webhooks.iter().map(|w| w.url.clone()).collect();
+        let mqtt = self.inner.config.mqtt.as_ref().map(|c| c.cursor_key());
+        let read = self
+            .db(move |s| {
+                let last = s.last_event_position()?;
+                let mut slowest: Option<u64> = None;
+                for url in &hooks {
+                    let at = s.webhook_cursor(url)?.unwrap_or(0);
+                    slowest = Some(slowest.map_or(at, |v| v.min(at)));
+                }
+                let mqtt = match &mqtt {
+                    Some(k) => Some(s.webhook_cursor(k)?.unwrap_or(last)),
+                    None => None,
+                };
+                Ok((last, slowest, mqtt))
+            })
+            .await;
+        if let Ok((last, webhook, mqtt)) = read {
+            let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            m.outbox_position.set(gauge(last));
+            for (transport, at) in [("webhook", webhook), ("mqtt", mqtt)] {
+                if let Some(at) = at {
+                    let labels = crate::metrics::TransportLabels { transport: transport.into() };
+                    m.pending.get_or_create(&labels).set(gauge(last.saturating_sub(at)));
+                }
+            }
+        }
+        m.encode()
+    }
+
+    /// Whether this hub can serve: the store answers (a read through the same path every
+    /// request takes, so migrations are done and the connection works), on a shared store
+    /// this replica renewed its device leases within one lease period, and with `--mqtt` the
+    /// broker session is connected.
+    pub(crate) async fn readiness(&self) -> Readiness {
+        use std::sync::atomic::Ordering;
+        let mut checks = Vec::new();
+        let store = match self.db(|s| s.last_event_position()).await {
+            Ok(_) => "ok".to_owned(),
+            // The error's text may name the store's address: it stays in the hub's own log.
+            Err(e) => {
+                crate::clock::note(format_args!("cookwala-hub: readiness: the store: {e}"));
+                "unavailable".to_owned()
+            }
+        };
+        checks.push(("store", store));
+        if let Some(lease_ms) = self.inner.storage.fleet().map(|f| f.lease_ms()) {
+            let renewed = self.inner.leases_renewed_ms.load(Ordering::Relaxed);
+            let age = self.now_ms().saturating_sub(renewed);
+            let fresh = renewed > 0 && age <= i64::try_from(lease_ms).unwrap_or(i64::MAX);
+            checks.push(("leases", if fresh { "ok".into() } else { "not renewed".into() }));
+        }
+        if self.inner.config.mqtt.is_some() {
+            let up = self.inner.mqtt_connected.load(Ordering::Relaxed);
+            checks.push(("mqtt", if up { "ok".into() } else { "disconnected".into() }));
+        }
+        Readiness { ready: checks.iter().all(|(_, v)| v == "ok"), checks }
+    }
+}

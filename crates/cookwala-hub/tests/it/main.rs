@@ -13,6 +13,7 @@ mod devices;
 mod events;
 mod fair_shares;
 mod hardening;
+mod health;
 mod mqtt;
 mod openapi;
 mod recalls;
