@@ -134,3 +134,59 @@ async fn a_resume_through_the_other_replica_is_checked_and_answered_by_the_owner
     assert!(matches!(state(&stop), "stopping" | "stopped"), "{:?}", stop.body);
     drop(cluster);
 }
+
+/// `/readyz` on a replica: ready with the database up and its leases renewed, 503 naming the
+/// store while the database is stopped, ready again once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_the_database() {
+    let Some(cluster) = tokio::task::spawn_blocking(PgCluster::start).await.unwrap() else {
+        return;
+    };
+    let a = hub(&cluster.url(), "hub-ready").await;
+    let _fleet = a.spawn_fleet();
+    let app = cookwala_hub::app(a.clone());
+    let ready = |app: Router| async move {
+        let r = call(&app, "GET", "/readyz", &[], "").await;
+        (r.status, r.body)
+    };
+    // The fleet loop renews the leases at once.
+    let mut now = ready(app.clone()).await;
+    for _ in 0..100 {
+        if now.0 == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        now = ready(app.clone()).await;
+    }
+    assert_eq!(now.0, StatusCode::OK, "{:?}", now.1);
+    assert_eq!(now.1.pointer("/checks/store").and_then(Value::as_str), Some("ok"));
+    assert_eq!(now.1.pointer("/checks/leases").and_then(Value::as_str), Some("ok"));
+
+    let cluster = tokio::task::spawn_blocking(move || {
+        cluster.stop();
+        cluster
+    })
+    .await
+    .unwrap();
+    let down = ready(app.clone()).await;
+    assert_eq!(down.0, StatusCode::SERVICE_UNAVAILABLE, "{:?}", down.1);
+    assert_eq!(down.1.get("ready").and_then(Value::as_bool), Some(false));
+    assert_eq!(down.1.pointer("/checks/store").and_then(Value::as_str), Some("unavailable"));
+
+    let _cluster = tokio::task::spawn_blocking(move || {
+        let mut c = cluster;
+        c.start_server();
+        c
+    })
+    .await
+    .unwrap();
+    let mut back = ready(app.clone()).await;
+    for _ in 0..300 {
+        if back.0 == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        back = ready(app.clone()).await;
+    }
+    assert_eq!(back.0, StatusCode::OK, "{:?}", back.1);
+}
