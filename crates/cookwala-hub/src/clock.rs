@@ -18,6 +18,18 @@ pub fn note(line: std::fmt::Arguments<'_>) {
         *repeats += 1;
         return;
     }
+    // With a log subscriber installed (`serve --log-format json`), the line is an event of
+    // target `cookwala_hub` (one JSON object a line); without one, plain text as always.
+    if tracing::dispatcher::has_been_set() {
+        if let Some((prev, _, repeats)) = last.as_ref()
+            && *repeats > 0
+        {
+            tracing::info!(target: "cookwala_hub", repeats = *repeats, "(repeated) {prev}");
+        }
+        tracing::info!(target: "cookwala_hub", "{text}");
+        *last = Some((text, now, 0));
+        return;
+    }
     let mut err = std::io::stderr().lock();
     if let Some((prev, _, repeats)) = last.as_ref()
         && *repeats > 0

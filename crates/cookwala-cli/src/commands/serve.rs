@@ -192,6 +192,35 @@ pub struct ServeArgs {
     /// CA certificates in this PEM file (next to the public web's roots); repeatable
     #[arg(long = "store-ca", value_name = "FILE")]
     pub store_ca: Vec<PathBuf>,
+    /// How stderr diagnostics are written: human (plain lines, as always) or json (one JSON
+    /// object a line: timestamp, level, target, message and fields such as request_id,
+    /// execution, device; plus one line per request). Never a token or a password
+    #[arg(long, value_name = "FORMAT", value_enum, default_value = "human")]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Plain lines.
+    Human,
+    /// One JSON object a line.
+    Json,
+}
+
+/// Installs the JSON log writer for `--log-format json` (the hub's diagnostics and request
+/// lines become `tracing` events; without a writer they are plain lines on stderr).
+fn install_logs(format: LogFormat) {
+    if format == LogFormat::Json {
+        let _ = tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_target(true)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
 }
 
 /// `--store`, `--lease-secs`, `--replica`.
@@ -664,6 +693,7 @@ fn load_vocab(dir: &Path) -> Result<canonical_json::Value> {
 /// # Errors
 /// The data dir, token, database or listener cannot be set up.
 pub fn run(args: ServeArgs) -> Result<bool> {
+    install_logs(args.log_format);
     if !(args.speed.is_finite() && args.speed > 0.0) {
         bail!("--speed must be a positive number");
     }

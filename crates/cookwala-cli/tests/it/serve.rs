@@ -660,3 +660,101 @@ fn a_second_signal_exits_at_once_while_shutdown_waits_for_an_answer() {
     assert_eq!(status.code(), Some(130), "{status:?}");
     drop(greedy);
 }
+
+/// `--log-format json`: every stderr line is one JSON object with a timestamp, level, target
+/// and message; a request's line carries its `X-Request-Id` (echoed in the answer) and the
+/// execution it names; the accepted and ended events carry execution and device; no line
+/// carries the token, whatever the requests sent.
+#[test]
+fn json_logs_parse_carry_request_and_execution_ids_and_never_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let errors = dir.path().join("stderr.log");
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token-0"])
+            .args(["--speed", "100000", "--log-format", "json", "--data"])
+            .arg(&data)
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&errors).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let recipe = cookwala_sim::builtin::recipe("red-lentil-soup").unwrap();
+    let hash = canonical_json::digest::document_hash(&recipe).unwrap();
+    let body = format!(
+        r#"{{"core":"0.2.0","kind":"ExecuteRequest","id":"ex-log-1","recipe":"cw:x:red-lentil-soup","recipeHash":"{hash}","requestedBy":"person:cook","idempotencyKey":"ex-log-1-key"}}"#
+    );
+    let created = http(
+        addr,
+        &format!(
+            "POST /v1/executions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Authorization: Bearer kill-test-token-0\r\nIdempotency-Key: log-key-0001\r\n\
+             X-Request-Id: req-log-0001\r\n\
+             Content-Type: application/vnd.cookwala+json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(created.starts_with("HTTP/1.1 202"), "{created}");
+    assert!(created.to_ascii_lowercase().contains("x-request-id: req-log-0001"), "{created}");
+    // A wrong token and a token in the query: neither may reach a log line.
+    let wrong = http(
+        addr,
+        "GET /v1/executions/ex-log-1?token=kill-test-token-0 HTTP/1.1\r\nHost: x\r\n\
+         Connection: close\r\nAuthorization: Bearer kill-test-token-0-wrong\r\n\r\n",
+    );
+    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    // The soup runs to its end at this speed.
+    let mut ended = false;
+    for _ in 0..200 {
+        let s = get_authed(addr, "/v1/executions/ex-log-1");
+        if s.contains(r#""state":"completed""#) {
+            ended = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(ended, "the soup did not complete");
+    let pid = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    assert!(child.wait().unwrap().success());
+
+    let text = std::fs::read_to_string(&errors).unwrap();
+    assert!(!text.contains("kill-test-token-0"), "a token reached the log:\n{text}");
+    let events: Vec<canonical_json::Value> = text
+        .lines()
+        .map(|l| canonical_json::parse(l.as_bytes()).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let field = |e: &canonical_json::Value, k: &str| {
+        e.get(k).and_then(canonical_json::Value::as_str).unwrap_or_default().to_owned()
+    };
+    for e in &events {
+        for k in ["timestamp", "level", "target", "message"] {
+            assert!(!field(e, k).is_empty(), "{k} missing in {e:?}");
+        }
+    }
+    let request = events
+        .iter()
+        .find(|e| field(e, "request_id") == "req-log-0001")
+        .unwrap_or_else(|| panic!("no line for the request in\n{text}"));
+    assert_eq!(field(request, "route"), "/v1/executions");
+    let named = |msg: &str| {
+        events
+            .iter()
+            .find(|e| field(e, "message") == msg && field(e, "execution") == "ex-log-1")
+            .unwrap_or_else(|| panic!("no {msg} line for ex-log-1 in\n{text}"))
+    };
+    assert_eq!(field(named("accepted"), "device"), "sim-hob-robot");
+    assert_eq!(field(named("ended"), "state"), "completed");
+    assert!(
+        events
+            .iter()
+            .any(|e| field(e, "route") == "/v1/executions/{id}"
+                && field(e, "execution") == "ex-log-1"),
+        "{text}"
+    );
+}

@@ -66,17 +66,67 @@ async fn metrics(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response,
     Ok(res)
 }
 
+/// The request's `X-Request-Id` when it is one we can log (1 to 128 characters of
+/// `A-Za-z0-9._:-`), else a new one: the process's start time and a counter, in hex.
+fn request_id(headers: &HeaderMap) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static BOOT: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    let given = headers.get("x-request-id").and_then(|v| v.to_str().ok()).filter(|v| {
+        (1..=128).contains(&v.len())
+            && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
+    });
+    match given {
+        Some(id) => id.to_owned(),
+        None => {
+            let boot = *BOOT.get_or_init(crate::clock::unix_ms);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            format!("{boot:x}-{n:x}")
+        }
+    }
+}
+
+/// The path parameter a route pattern names `{name}` (the execution id, the device).
+fn param<'a>(route: &str, path: &'a str, name: &str) -> Option<&'a str> {
+    let at = route.split('/').position(|seg| seg == name)?;
+    path.split('/').nth(at).filter(|v| !v.is_empty())
+}
+
 /// Counts each routed request (`cookwala_http_requests_total`) and its latency to the
 /// answer's head (`cookwala_http_request_duration_seconds`), by the router's pattern, never
-/// the raw path.
+/// the raw path; gives it a request id (the client's `X-Request-Id`, or a new one), answered
+/// in `X-Request-Id`; and logs it as an event of target `cookwala_hub::http` with the
+/// execution and device it names. No header but the request id, no query and no body is
+/// logged: a token cannot reach a log line this way.
 pub(super) async fn count(State(hub): State<Hub>, req: Request, next: Next) -> Response {
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let method = req.method().as_str().to_owned();
+    let id = request_id(req.headers());
+    let path = req.uri().path().to_owned();
     let began = Instant::now();
-    let res = next.run(req).await;
-    hub.metrics().request(&route, &method, res.status().as_u16(), began.elapsed().as_secs_f64());
+    let mut res = next.run(req).await;
+    let seconds = began.elapsed().as_secs_f64();
+    let status = res.status().as_u16();
+    hub.metrics().request(&route, &method, status, seconds);
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut().insert("x-request-id", v);
+    }
+    tracing::info!(
+        target: "cookwala_hub::http",
+        request_id = %id,
+        method = %method,
+        route = %route,
+        status,
+        duration_ms = seconds * 1000.0,
+        execution = if route.contains("/executions/{id}") {
+            param(&route, &path, "{id}").unwrap_or_default()
+        } else {
+            ""
+        },
+        device = param(&route, &path, "{device}").unwrap_or_default(),
+        "request"
+    );
     res
 }

@@ -102,7 +102,7 @@ impl Hub {
         incidents_before: usize,
     ) -> Commit {
         let sim = &run.sim;
-        self.count_change(prev, &**sim, sim_events);
+        self.count_change(id, &run.device, prev, &**sim, sim_events);
         let status = sim.status();
         let request = status.get("request").and_then(Value::as_str).unwrap_or(id);
         let exe = Execution {
@@ -138,20 +138,32 @@ impl Hub {
     /// each safety limit that fired.
     fn count_change(
         &self,
+        id: &str,
+        device: &str,
         prev: ExecutionState,
         run: &dyn crate::executor::Run,
         sim_events: &[SimEvent],
     ) {
         let metrics = &self.inner.metrics;
         if !prev.is_final() && run.is_final() {
-            let state = run.state().as_str().to_owned();
-            metrics.ended.get_or_create(&crate::metrics::StateLabels { state }).inc();
+            let state = run.state().as_str();
+            let labels = crate::metrics::StateLabels { state: state.to_owned() };
+            metrics.ended.get_or_create(&labels).inc();
+            tracing::info!(target: "cookwala_hub", execution = id, device, state, "ended");
         }
         for e in sim_events {
             if let cookwala_sim::EventKind::Safety { limit, action, .. } = &e.kind {
                 let labels =
                     crate::metrics::LimitLabels { limit: limit.clone(), action: action.clone() };
                 metrics.safety_firings.get_or_create(&labels).inc();
+                tracing::warn!(
+                    target: "cookwala_hub",
+                    execution = id,
+                    device,
+                    limit = %limit,
+                    action = %action,
+                    "safety limit fired"
+                );
             }
         }
     }

@@ -287,6 +287,7 @@ impl Hub {
         };
         let (status, change) = match run.as_mut() {
             Some(run) => {
+                tracing::info!(target: "cookwala_hub", execution = id, device = %run.device, "stop");
                 let (change, ()) =
                     self.apply(id, run, |sim| Ok::<_, Error>((sim.stop(reason), ())))?;
                 (run.status(), Some(change))
@@ -432,14 +433,23 @@ impl Hub {
         });
         finish.await.map_err(|e| StartFailure::Failed(e.into()))??;
         let metrics = &self.inner.metrics;
+        let device = req.device.id.as_str();
         match refusal {
             None => {
-                let device = req.device.id.clone();
-                metrics.started.get_or_create(&crate::metrics::DeviceLabels { device }).inc();
+                let labels = crate::metrics::DeviceLabels { device: device.to_owned() };
+                metrics.started.get_or_create(&labels).inc();
+                tracing::info!(target: "cookwala_hub", execution = %req.id, device, "accepted");
             }
             Some(reason) => {
-                let reason = reason.to_owned();
-                metrics.refused.get_or_create(&crate::metrics::ReasonLabels { reason }).inc();
+                let labels = crate::metrics::ReasonLabels { reason: reason.to_owned() };
+                metrics.refused.get_or_create(&labels).inc();
+                tracing::info!(
+                    target: "cookwala_hub",
+                    execution = %req.id,
+                    device,
+                    reason,
+                    "refused"
+                );
             }
         }
         Ok(Answer::Fresh(status))
