@@ -84,3 +84,18 @@ pub async fn serve(
     }
     res
 }
+
+/// Serves the operators' endpoints — `/metrics`, `/healthz`, `/readyz`, all without a token
+/// — on a listener of their own (`serve --metrics-addr`: the address is the access control,
+/// e.g. a loopback or private interface a Prometheus reaches), until `shutdown` resolves. The
+/// API's listener keeps `/metrics` behind a token either way.
+///
+/// # Errors
+/// The listener fails.
+pub async fn serve_operators(
+    hub: Hub,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, http::operators_app(hub)).with_graceful_shutdown(shutdown).await
+}

@@ -197,6 +197,11 @@ pub struct ServeArgs {
     /// execution, device; plus one line per request). Never a token or a password
     #[arg(long, value_name = "FORMAT", value_enum, default_value = "human")]
     pub log_format: LogFormat,
+    /// Also serve /metrics, /healthz and /readyz on this address, without a token (for a
+    /// Prometheus on a private or loopback interface; the address is the access control). The
+    /// API's /metrics keeps needing a token that may read
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// `--log-format`.
@@ -800,6 +805,25 @@ pub fn run(args: ServeArgs) -> Result<bool> {
             .await
             .with_context(|| format!("binding {}", args.addr))?;
         let addr = listener.local_addr().context("reading the bound address")?;
+        let operators = match args.metrics_addr {
+            Some(at) => {
+                let l = tokio::net::TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("binding --metrics-addr {at}"))?;
+                Some((l.local_addr().context("reading the metrics address")?, l))
+            }
+            None => None,
+        };
+        let metrics_note = match &operators {
+            Some((at, _)) => format!(
+                "\n  metrics at http://{at}/metrics (no token: this address is the access \
+                 control), health at /healthz and /readyz"
+            ),
+            None => format!(
+                "\n  metrics at http://{addr}/metrics (a token that may read), health at \
+                 /healthz and /readyz"
+            ),
+        };
         let key_note = format!(
             "hub key {} in {}{}",
             key.kid(),
@@ -818,14 +842,22 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         };
         // One write, errors ignored: a closed stdout must not take the server down.
         let banner = format!(
-            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {store_note}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}{mqtt_note}\n  Ctrl-C stops the server\n",
+            "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {store_note}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}{mqtt_note}{metrics_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
         );
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         drop(out);
-        cookwala_hub::serve(hub, listener, shutdown_signal(signals)).await.context("serving")?;
+        // The operators' listener lives as long as the API's (aborted when it returns).
+        let operators = operators.map(|(_, l)| {
+            tokio::spawn(cookwala_hub::serve_operators(hub.clone(), l, std::future::pending()))
+        });
+        let served = cookwala_hub::serve(hub, listener, shutdown_signal(signals)).await;
+        if let Some(task) = operators {
+            task.abort();
+        }
+        served.context("serving")?;
         anyhow::Ok(())
     })?;
     Ok(true)

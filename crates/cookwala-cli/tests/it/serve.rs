@@ -758,3 +758,42 @@ fn json_logs_parse_carry_request_and_execution_ids_and_never_a_token() {
         "{text}"
     );
 }
+
+/// `--metrics-addr`: the operators' listener serves `/metrics` and health without a token;
+/// the API's `/metrics` still wants one.
+#[test]
+fn metrics_on_their_own_address_need_no_token_and_the_api_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--token", "kill-test-token-0"])
+            .args(["--metrics-addr", "127.0.0.1:0", "--data"])
+            .arg(dir.path().join("data"))
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let lines: Vec<String> = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| l.unwrap())
+        .take_while(|l| !l.contains("Ctrl-C"))
+        .collect();
+    let at = |needle: &str| -> SocketAddr {
+        let line = lines.iter().find(|l| l.contains(needle)).unwrap();
+        let rest = line.split("http://").nth(1).unwrap();
+        rest.split(['/', ' ']).next().unwrap().parse().unwrap()
+    };
+    let (api, ops) = (at("listening on"), at("metrics at"));
+    assert_ne!(api, ops);
+    let get = |addr, path: &str| {
+        http(addr, &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+    };
+    let m = get(ops, "/metrics");
+    assert!(m.starts_with("HTTP/1.1 200") && m.contains("cookwala_devices 3"), "{m}");
+    assert!(get(ops, "/readyz").starts_with("HTTP/1.1 200"));
+    assert!(get(api, "/metrics").starts_with("HTTP/1.1 401"));
+    assert!(get_authed(api, "/metrics").starts_with("HTTP/1.1 200"));
+    assert!(get(api, "/healthz").starts_with("HTTP/1.1 200"));
+}

@@ -26,6 +26,14 @@ pub(super) fn routes() -> Router<Hub> {
         .route("/metrics", get(metrics))
 }
 
+/// The operators' listener: the same three, `/metrics` without a token.
+pub(super) fn operator_routes() -> Router<Hub> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(open_metrics))
+}
+
 /// A small JSON answer that no cache keeps.
 fn json(status: StatusCode, body: &Value) -> Response {
     let mut res = crate::http::json_response(status, body);
@@ -59,11 +67,16 @@ async fn readyz(State(hub): State<Hub>) -> Response {
 /// `GET /metrics` (a token that may read): the Prometheus text.
 async fn metrics(State(hub): State<Hub>, headers: HeaderMap) -> Result<Response, ApiError> {
     authorize(&hub, &headers)?;
+    Ok(open_metrics(State(hub)).await)
+}
+
+/// `GET /metrics` on the operators' listener.
+async fn open_metrics(State(hub): State<Hub>) -> Response {
     let text = hub.metrics_text().await;
     let mut res = (StatusCode::OK, text).into_response();
     res.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(crate::metrics::CONTENT_TYPE));
-    Ok(res)
+    res
 }
 
 /// The request's `X-Request-Id` when it is one we can log (1 to 128 characters of

@@ -86,6 +86,12 @@ async fn known_device(
     next.run(req).await
 }
 
+/// The operators' router (see [`crate::serve_operators`]): open `/metrics`, `/healthz`,
+/// `/readyz`.
+pub(crate) fn operators_app(hub: Hub) -> Router {
+    health::operator_routes().with_state(hub)
+}
+
 /// The router for `hub`.
 pub fn app(hub: Hub) -> Router {
     let config = &hub.config();
