@@ -16,7 +16,8 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use commands::{
-    canon, conformance, cook, demo, disclose, docs, keys, log, profiles, rules, serve, validate,
+    canon, conformance, cook, demo, disclose, docs, keys, log, profiles, rules, serve,
+    serve_config, validate,
 };
 
 #[derive(Debug, Parser)]
@@ -121,7 +122,12 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(1)
+            // A configuration file a usage error is made of exits as clap's usage errors do.
+            if err.downcast_ref::<serve_config::UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }
@@ -131,7 +137,10 @@ fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Demo(args) => demo::run(args.out).map(|()| true),
         Command::Cook(args) => cook::run(&args),
-        Command::Serve(args) => serve::run(*args),
+        Command::Serve(args) => match serve_config::resolve(*args)? {
+            Some(args) => serve::run(args),
+            None => Ok(true),
+        },
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen(a) => {

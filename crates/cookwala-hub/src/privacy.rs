@@ -1,6 +1,23 @@
-//! Anonymity checks for incident reports: no names, ids or contact details of people.
+//! Anonymity checks for incident reports: no names, ids or contact details of people; and the
+//! URL form every error message and log line uses, without a password or a query.
 
 use canonical_json::Value;
+
+/// `url` as an error message or a log line may show it: a password in its authority and its
+/// query (where signatures and tokens travel) replaced by `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let (authority, path) = rest.find(['/', '?']).map_or((rest, ""), |i| rest.split_at(i));
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => {
+            let user = user.split_once(':').map_or(user, |(u, _)| u);
+            format!("{user}:***@{host}")
+        }
+        None => authority.to_owned(),
+    };
+    let path = path.split_once('?').map_or_else(|| path.to_owned(), |(p, _)| format!("{p}?***"));
+    format!("{scheme}://{authority}{path}")
+}
 
 /// Top-level fields that would identify a person.
 const PERSONAL_FIELDS: &[&str] = &[
@@ -84,4 +101,18 @@ fn classify(text: &str) -> Option<&'static str> {
         return Some("a person's name or id");
     }
     None
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::redact_url;
+
+    #[test]
+    fn a_url_loses_its_password_and_query() {
+        assert_eq!(redact_url("http://u:p@h:1/x?sig=s"), "http://u:***@h:1/x?***");
+        assert_eq!(redact_url("mqtts://u:p@h"), "mqtts://u:***@h");
+        assert_eq!(redact_url("https://h/x"), "https://h/x");
+        assert_eq!(redact_url("https://h?t=1"), "https://h?***");
+        assert_eq!(redact_url("not a url"), "not a url");
+    }
 }

@@ -13,4 +13,5 @@ pub mod profiles;
 pub mod rules;
 pub mod schemas;
 pub mod serve;
+pub mod serve_config;
 pub mod validate;

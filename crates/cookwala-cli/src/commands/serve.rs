@@ -44,8 +44,27 @@ pub const MQTT_PASSWORD_ENV: &str = "COOKWALA_MQTT_PASSWORD";
 /// Last-Event-ID) and are POSTed to each --webhook, signed with X-Cookwala-Signature:
 /// sha256=<HMAC-SHA256 of the body>. The webhook secret is read from --webhook-secret-file
 /// or the environment variable COOKWALA_WEBHOOK_SECRET, never from the command line.
+///
+/// Configuration file: --config FILE reads the flags from TOML, each key a flag's long name
+/// (flags on the command line win), e.g.
+///
+///   addr = "0.0.0.0:7878"
+///   data = "/var/lib/cookwala"
+///   speed = 1
+///   webhook = ["https://example.org/hook"]
+///   log-format = "json"
+///
+/// --print-config prints the effective configuration (file, flags and defaults; secrets
+/// redacted) and exits. A token is never read from the file (use the tokens file).
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
+    /// Read the flags from this TOML file (keys are the long flag names; the command line
+    /// wins)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print the effective configuration as TOML (secrets redacted) and exit
+    #[arg(long)]
+    pub print_config: bool,
     /// Listen address
     #[arg(long, default_value = "127.0.0.1:7878")]
     pub addr: std::net::SocketAddr,

@@ -797,3 +797,131 @@ fn metrics_on_their_own_address_need_no_token_and_the_api_keeps_its_own() {
     assert!(get_authed(api, "/metrics").starts_with("HTTP/1.1 200"));
     assert!(get(api, "/healthz").starts_with("HTTP/1.1 200"));
 }
+
+/// `--config FILE` alone starts a hub; a flag on the command line wins over the file's key;
+/// `--print-config` shows the merge with every secret redacted; a key that is no flag, a
+/// token in the file, or a value of the wrong type is a usage error (exit 2) naming it; the
+/// shipped `packaging/hub.toml` is a configuration `serve` accepts.
+#[test]
+fn a_hub_starts_from_a_config_file_alone_and_flags_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let tokens = dir.path().join("tokens.json");
+    std::fs::write(
+        &tokens,
+        r#"{"tokens":[{"name":"ops","role":"owner","token":"config-test-token-0001"}]}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("hub.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "addr = \"127.0.0.1:0\"\ndata = {data:?}\ntokens = {tokens:?}\nspeed = 250\n\
+             heartbeat-secs = 0\nmax-streams = 7\nstore = \"sqlite:{}\"\n\
+             webhook = [\"http://127.0.0.1:9/in?sig=s3cret\"]\n",
+            data.join("hub.sqlite3").display()
+        ),
+    )
+    .unwrap();
+    let serve = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .args(extra)
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .env("COOKWALA_WEBHOOK_SECRET", "webhook-secret-0001")
+            .output()
+            .unwrap()
+    };
+    // --print-config: the merge, the command line's --speed winning; secrets redacted.
+    let printed = serve(&["--speed", "3", "--print-config"]);
+    assert!(printed.status.success(), "{printed:?}");
+    let text = String::from_utf8(printed.stdout).unwrap();
+    assert!(text.contains("speed = 3\n"), "{text}");
+    assert!(text.contains("max-streams = 7\n"), "{text}");
+    assert!(text.contains("http://127.0.0.1:9/in?<redacted>"), "{text}");
+    for secret in ["s3cret", "config-test-token-0001", "webhook-secret-0001"] {
+        assert!(!text.contains(secret), "{secret} printed:\n{text}");
+    }
+    // A password in a URL: redacted when printed, and not repeated by the error that
+    // refuses it.
+    let with_password = dir.path().join("password.toml");
+    std::fs::write(
+        &with_password,
+        "store = \"postgres://hub:pg-pass@db.invalid/cook\"\n\
+         webhook = [\"http://user:hook-pass@127.0.0.1:9/in\"]\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--config"])
+            .arg(&with_password)
+            .args(args)
+            .env("COOKWALA_WEBHOOK_SECRET", "webhook-secret-0001")
+            .output()
+            .unwrap()
+    };
+    let printed = run(&["--print-config"]);
+    let text = String::from_utf8_lossy(&printed.stdout).into_owned();
+    assert!(text.contains("postgres://hub:<redacted>@db.invalid/cook"), "{text}");
+    let refused = run(&["--store", "sqlite::memory:", "--token", "config-test-token-0002"]);
+    let err = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(!refused.status.success() && err.contains("credentials"), "{err}");
+    for secret in ["pg-pass", "hook-pass"] {
+        assert!(!text.contains(secret) && !err.contains(secret), "{secret}: {text}{err}");
+    }
+    // Usage errors name the key (and the file) and exit 2.
+    for (bad, needle) in [
+        ("bogus-key = 1\n", "bogus-key"),
+        ("token = \"t0123456789\"\n", "token"),
+        ("speed = \"fast\"\n", "--speed"),
+        ("no-auth = \"yes\"\n", "no-auth"),
+        ("addr = [\"a\", \"b\"]\n", "addr"),
+    ] {
+        let file = dir.path().join("bad.toml");
+        std::fs::write(&file, bad).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .args(["serve", "--config"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains(needle), "{bad}: {err}");
+    }
+    // The shipped default is accepted.
+    let shipped = test_support::workspace_root().join("packaging").join("hub.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["serve", "--print-config", "--config"])
+        .arg(&shipped)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+
+    // A hub from the file alone (with its webhook; nobody listens there).
+    let mut child = Reaped(
+        Command::new(env!("CARGO_BIN_EXE_cookwala"))
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .env_remove("COOKWALA_HUB_TOKEN")
+            .env("COOKWALA_WEBHOOK_SECRET", "webhook-secret-0001")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let addr: SocketAddr = first.rsplit("http://").next().unwrap().trim().parse().unwrap();
+    let banner: Vec<String> = (0..2).map(|_| lines.next().unwrap().unwrap()).collect();
+    assert!(banner[0].contains("simulated time x250"), "{banner:?}");
+    let devices = http(
+        addr,
+        "GET /v1/devices HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Authorization: Bearer config-test-token-0001\r\n\r\n",
+    );
+    assert!(devices.starts_with("HTTP/1.1 200"), "{devices}");
+    assert!(data.join("hub.sqlite3").exists());
+}

@@ -447,8 +447,9 @@ impl Hub {
             .get(&device_id)
             .cloned()
             .ok_or_else(|| HubError::UnknownDevice(config.device_id.clone()))?;
-        crate::outbox::webhooks::check(&config.webhooks)
-            .map_err(|(url, why)| HubError::Webhook { url, why })?;
+        crate::outbox::webhooks::check(&config.webhooks).map_err(|(url, why)| {
+            HubError::Webhook { url: crate::privacy::redact_url(&url), why }
+        })?;
         if !config.webhooks.is_empty() {
             crate::outbox::webhooks::tls_config(&config.webhook_roots)
                 .map_err(|why| HubError::Webhook { url: "--webhook-ca".to_owned(), why })?;

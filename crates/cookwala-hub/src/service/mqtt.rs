@@ -122,7 +122,10 @@ impl MqttConfig {
     /// # Errors
     /// The URL or the kitchen id cannot be used.
     pub fn parse(url: &str, kitchen: &str) -> Result<MqttConfig, MqttError> {
-        let fail = |why: &str| MqttError::Url { url: redact(url), why: why.to_owned() };
+        let fail = |why: &str| MqttError::Url {
+            url: crate::privacy::redact_url(url),
+            why: why.to_owned(),
+        };
         let (tls, rest) = if let Some(r) = url.strip_prefix("mqtt://") {
             (false, r)
         } else if let Some(r) = url.strip_prefix("mqtts://") {
@@ -196,17 +199,6 @@ fn check_kitchen(kitchen: &str) -> Result<(), MqttError> {
 }
 
 /// The URL without the password (for messages).
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    match rest.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}")
-        }
-        None => url.to_owned(),
-    }
-}
-
 fn percent_decode(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
