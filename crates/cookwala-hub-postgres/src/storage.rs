@@ -106,6 +106,19 @@ impl Storage for PgStorage {
         })
     }
 
+    fn prune_idempotency(&self, before_ms: i64) -> Result<u64, StorageError> {
+        self.query(move |c| {
+            Box::pin(async move {
+                c.execute(
+                    &stmt(c, "DELETE FROM idempotency WHERE created_ms < $1").await?,
+                    &[&before_ms],
+                )
+                .await
+                .map_err(|e| pg(&e))
+            })
+        })
+    }
+
     fn recalls(&self) -> Result<Vec<String>, StorageError> {
         self.query(move |c| {
             Box::pin(async move {

@@ -180,6 +180,11 @@ pub struct ServeArgs {
     /// Days to keep the incident reports clients post without a token
     #[arg(long, value_name = "DAYS", default_value_t = 30)]
     pub incident_retention_days: u32,
+    /// Hours to keep the stored answers of idempotent requests (a retry within them gets the
+    /// original answer; after, a start with the same id is a 409, never a second execution);
+    /// 0 keeps them forever
+    #[arg(long, value_name = "HOURS", default_value_t = 24 * 7)]
+    pub idempotency_retention_hours: u32,
     /// Allow browser pages from ORIGIN (e.g. http://localhost:5173, or * for any) to call the
     /// hub: CORS preflights are answered and ETag is exposed; repeatable
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
@@ -793,6 +798,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         max_body: args.max_body,
         max_streams: args.max_streams,
         incident_retention_days: args.incident_retention_days,
+        idempotency_retention_hours: args.idempotency_retention_hours,
         cors_origins: args.cors_origins.clone(),
         vocab_ops,
         spec,

@@ -163,6 +163,11 @@ fn contract(s: &Arc<dyn Storage>) {
     assert_eq!(s.prune_reports(0).expect("prune none"), 0);
     assert_eq!(s.prune_reports(i64::MAX).expect("prune"), 1);
     assert_eq!(s.incident_count().expect("count"), 1);
+    // Idempotency records older than the cut are deleted, newer ones kept.
+    assert_eq!(s.prune_idempotency(0).expect("prune none"), 0);
+    assert!(s.idempotency("k-inc").expect("idem").is_some());
+    assert!(s.prune_idempotency(i64::MAX).expect("prune") >= 1);
+    assert_eq!(s.idempotency("k-inc").expect("idem"), None);
 
     // Concurrent commits from many threads: each gets its own result, every event is stored
     // once, and a reader following the outbox meanwhile sees every event, in position order.

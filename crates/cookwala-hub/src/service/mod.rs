@@ -57,6 +57,11 @@ pub struct HubConfig {
     pub max_streams: usize,
     /// Unauthenticated incident reports kept this many days.
     pub incident_retention_days: u32,
+    /// Idempotency records (the stored answers that let a retried request get the original
+    /// one) are kept this many hours, then deleted hourly; 0 keeps them forever. A retry after
+    /// that gets what a new request gets (a start with a stored id: 409, never a second
+    /// execution).
+    pub idempotency_retention_hours: u32,
     /// Unauthenticated incident reports accepted per client address per minute (429 beyond).
     pub incidents_per_minute: u32,
     /// Browser origins allowed by CORS (`*` for any); empty: no CORS headers.
@@ -108,6 +113,7 @@ impl Default for HubConfig {
             max_body: 1 << 20,
             max_streams: 64,
             incident_retention_days: 30,
+            idempotency_retention_hours: 24 * 7,
             incidents_per_minute: 10,
             cors_origins: Vec::new(),
             vocab_ops: None,
@@ -897,24 +903,44 @@ fn recovered_log(
 }
 
 impl Hub {
-    /// Deletes the incident reports clients posted once they are older than
-    /// [`HubConfig::incident_retention_days`]: at start and then hourly.
+    /// Runs [`Hub::prune`] at start and then hourly.
     pub fn spawn_incident_pruning(&self) -> Option<tokio::task::JoinHandle<()>> {
-        let days = i64::from(self.inner.config.incident_retention_days);
         let hub = self.clone();
         Some(tokio::spawn(async move {
             let mut interval = tokio::time::interval(std::time::Duration::from_secs(3600));
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                let before = hub.now_ms().saturating_sub(days.saturating_mul(86_400_000));
-                if let Err(e) = hub.db(move |s| s.prune_reports(before)).await {
-                    crate::clock::note(format_args!(
-                        "cookwala hub: pruning incident reports: {e:?}"
-                    ));
+                if let Err(e) = hub.prune().await {
+                    crate::clock::note(format_args!("cookwala hub: pruning: {e}"));
                 }
             }
         }))
+    }
+
+    /// Deletes what the hub keeps for a while only: the incident reports clients posted, once
+    /// older than [`HubConfig::incident_retention_days`], and the idempotency records, once
+    /// older than [`HubConfig::idempotency_retention_hours`] (unless 0). Returns how many of
+    /// each were deleted.
+    ///
+    /// # Errors
+    /// The storage fails.
+    pub async fn prune(&self) -> Result<(u64, u64), Error> {
+        let config = &self.inner.config;
+        let now = self.now_ms();
+        let reports = now
+            .saturating_sub(i64::from(config.incident_retention_days).saturating_mul(86_400_000));
+        let hours = i64::from(config.idempotency_retention_hours);
+        let answers = (hours > 0).then(|| now.saturating_sub(hours.saturating_mul(3_600_000)));
+        self.db(move |s| {
+            let r = s.prune_reports(reports)?;
+            let a = match answers {
+                Some(before) => s.prune_idempotency(before)?,
+                None => 0,
+            };
+            Ok((r, a))
+        })
+        .await
     }
 }
 

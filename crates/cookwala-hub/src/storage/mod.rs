@@ -294,6 +294,12 @@ pub trait Storage: Send + Sync + std::fmt::Debug {
     /// Any backend failure.
     fn prune_reports(&self, before_ms: i64) -> Result<u64, StorageError>;
 
+    /// Deletes the idempotency records stored before `before_ms`; returns how many.
+    ///
+    /// # Errors
+    /// Any backend failure.
+    fn prune_idempotency(&self, before_ms: i64) -> Result<u64, StorageError>;
+
     /// Every stored recall (JCS text), oldest `issuedAt` first (ties by id).
     ///
     /// # Errors

@@ -380,6 +380,13 @@ impl Storage for SqliteStorage {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
+    fn prune_idempotency(&self, before_ms: i64) -> Result<u64, StorageError> {
+        let conn = self.conn.lock()?;
+        let n =
+            conn.execute("DELETE FROM idempotency WHERE created_ms < ?1", params![before_ms])?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
     fn incident_count(&self) -> Result<u64, StorageError> {
         let conn = self.conn.lock()?;
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM incidents", [], |r| r.get(0))?;

@@ -442,3 +442,38 @@ async fn the_hash_tool_is_linear_at_the_depth_limit_with_high_keys_at_every_leve
         assert_eq!(r.str("hash"), want, "{levels}");
     }
 }
+
+/// Idempotency records are kept `idempotency_retention_hours`, then pruned: a retry after that
+/// is a new request, and a start whose id is stored is a 409 — never a second execution. With
+/// 0 they are kept.
+#[tokio::test]
+async fn old_idempotency_records_are_pruned_and_a_late_retry_creates_nothing() {
+    // The hub's clock reads a week and a day after the records' real time.
+    let later = cookwala_hub::unix_ms() + 8 * 86_400_000;
+    for (hours, pruned) in [(24 * 7, 1), (0, 0)] {
+        let clock = Arc::new(Fixed(later));
+        let config = HubConfig { clock, idempotency_retention_hours: hours, ..config() };
+        let hub = open(config).await.unwrap();
+        let app = app(hub.clone());
+        let body = request("ex-idem-1", "red-lentil-soup", false);
+        let first = call(&app, post("/v1/executions", Some("idem-key-0001"), &body)).await;
+        assert_eq!(first.str("state"), "accepted");
+        let (_, answers) = hub.prune().await.unwrap();
+        assert_eq!(answers, pruned, "retention {hours} h");
+        let retry = call(&app, post("/v1/executions", Some("idem-key-0001"), &body)).await;
+        if pruned == 1 {
+            assert_eq!(retry.status, axum::http::StatusCode::CONFLICT, "{:?}", retry.body);
+        } else {
+            assert_eq!(retry.headers["idempotent-replayed"], "true");
+        }
+        assert_eq!(
+            hub.storage()
+                .events_after(0, 100)
+                .unwrap()
+                .iter()
+                .filter(|e| e.ty == "cookwala.execution.accepted")
+                .count(),
+            1
+        );
+    }
+}
