@@ -20,24 +20,34 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-/// A request's route (the router's pattern), method and status.
+/// A request's route (the router's pattern), method and status. The values are interned
+/// (`&'static`): counting a request allocates nothing, and the label sets are bounded by the
+/// router's patterns, the methods below and the status codes.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     /// `/v1/executions/{id}`, or `unmatched`.
-    pub route: String,
-    /// `GET`, `POST`, …
-    pub method: String,
+    pub route: &'static str,
+    /// `GET`, `POST`, … (`other` for a method HTTP does not define).
+    pub method: &'static str,
     /// `200`, `404`, …
-    pub status: String,
+    pub status: u16,
 }
 
 /// A route and method.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
     /// The router's pattern.
-    pub route: String,
+    pub route: &'static str,
     /// The method.
-    pub method: String,
+    pub method: &'static str,
+}
+
+/// The method's label: one of HTTP's own, else `other` (a client inventing methods cannot
+/// grow the label sets).
+pub fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] =
+        ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"];
+    KNOWN.into_iter().find(|m| *m == method).unwrap_or("other")
 }
 
 /// A device.
@@ -121,6 +131,8 @@ pub struct Metrics {
     pub leases: Gauge,
     /// `cookwala_fleet_failovers_total`: executions of a lost replica this one ended.
     pub failovers: Counter,
+    /// Route patterns seen, interned (the router's patterns: a bounded set).
+    routes: std::sync::RwLock<std::collections::HashSet<&'static str>>,
 }
 
 impl Default for Metrics {
@@ -224,19 +236,30 @@ impl Metrics {
             pending,
             leases,
             failovers,
+            routes: std::sync::RwLock::default(),
         }
     }
 
-    /// Records one answered request.
+    /// `route` as a `&'static str`: leaked once per distinct pattern. Only the router's
+    /// patterns (and `unmatched`) reach here, never a raw path, so the set is bounded.
+    fn intern(&self, route: &str) -> &'static str {
+        use std::sync::PoisonError;
+        if let Some(r) = self.routes.read().unwrap_or_else(PoisonError::into_inner).get(route) {
+            return r;
+        }
+        let mut routes = self.routes.write().unwrap_or_else(PoisonError::into_inner);
+        if let Some(r) = routes.get(route) {
+            return r;
+        }
+        let r: &'static str = Box::leak(route.to_owned().into_boxed_str());
+        routes.insert(r);
+        r
+    }
+
+    /// Records one answered request (`route` is the router's pattern, never a raw path).
     pub fn request(&self, route: &str, method: &str, status: u16, seconds: f64) {
-        let (route, method) = (route.to_owned(), method.to_owned());
-        self.requests
-            .get_or_create(&RequestLabels {
-                route: route.clone(),
-                method: method.clone(),
-                status: status.to_string(),
-            })
-            .inc();
+        let (route, method) = (self.intern(route), method_label(method));
+        self.requests.get_or_create(&RequestLabels { route, method, status }).inc();
         self.request_seconds.get_or_create(&RouteLabels { route, method }).observe(seconds);
     }
 
@@ -260,6 +283,7 @@ mod tests {
     fn the_exposition_names_every_metric_and_its_labels() {
         let m = Metrics::new();
         m.request("/v1/executions", "POST", 202, 0.002);
+        m.request("/v1/executions", "BREW", 405, 0.001);
         m.started.get_or_create(&DeviceLabels { device: "hob".into() }).inc();
         m.refused.get_or_create(&ReasonLabels { reason: "busy".into() }).inc();
         m.commit_seconds.observe(0.001);
@@ -270,6 +294,7 @@ mod tests {
             "cookwala_executions_started_total{device=\"hob\"} 1",
             "cookwala_executions_refused_total{reason=\"busy\"} 1",
             "cookwala_store_commit_duration_seconds_count 1",
+            "cookwala_http_requests_total{route=\"/v1/executions\",method=\"other\",status=\"405\"} 1",
             "# EOF",
         ] {
             assert!(text.contains(needle), "{needle} missing from\n{text}");

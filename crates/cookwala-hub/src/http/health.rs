@@ -80,8 +80,9 @@ async fn open_metrics(State(hub): State<Hub>) -> Response {
 }
 
 /// The request's `X-Request-Id` when it is one we can log (1 to 128 characters of
-/// `A-Za-z0-9._:-`), else a new one: the process's start time and a counter, in hex.
-fn request_id(headers: &HeaderMap) -> String {
+/// `A-Za-z0-9._:-`), else (when `generate`) a new one: the process's start time and a
+/// counter, in hex.
+fn request_id(headers: &HeaderMap, generate: bool) -> Option<String> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     static BOOT: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
     let given = headers.get("x-request-id").and_then(|v| v.to_str().ok()).filter(|v| {
@@ -89,12 +90,13 @@ fn request_id(headers: &HeaderMap) -> String {
             && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
     });
     match given {
-        Some(id) => id.to_owned(),
-        None => {
+        Some(id) => Some(id.to_owned()),
+        None if generate => {
             let boot = *BOOT.get_or_init(crate::clock::unix_ms);
             let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            format!("{boot:x}-{n:x}")
+            Some(format!("{boot:x}-{n:x}"))
         }
+        None => None,
     }
 }
 
@@ -111,34 +113,39 @@ fn param<'a>(route: &str, path: &'a str, name: &str) -> Option<&'a str> {
 /// execution and device it names. No header but the request id, no query and no body is
 /// logged: a token cannot reach a log line this way.
 pub(super) async fn count(State(hub): State<Hub>, req: Request, next: Next) -> Response {
-    let route = req
+    let route: std::sync::Arc<str> = req
         .extensions()
         .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = req.method().as_str().to_owned();
-    let id = request_id(req.headers());
-    let path = req.uri().path().to_owned();
+        .map_or_else(|| "unmatched".into(), |p| p.as_str().into());
+    let method = req.method().clone();
+    // The path is kept, and an id made up, only when a log writer wants the request's line
+    // (a client's own id is echoed either way).
+    let logged = tracing::enabled!(target: "cookwala_hub::http", tracing::Level::INFO);
+    let id = request_id(req.headers(), logged);
+    let path = if logged { req.uri().path().to_owned() } else { String::new() };
     let began = Instant::now();
     let mut res = next.run(req).await;
     let seconds = began.elapsed().as_secs_f64();
     let status = res.status().as_u16();
-    hub.metrics().request(&route, &method, status, seconds);
-    if let Ok(v) = HeaderValue::from_str(&id) {
+    hub.metrics().request(&route, method.as_str(), status, seconds);
+    if let Some(v) = id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()) {
         res.headers_mut().insert("x-request-id", v);
     }
+    let (true, Some(id)) = (logged, id) else { return res };
+    let route = &*route;
     tracing::info!(
         target: "cookwala_hub::http",
         request_id = %id,
-        method = %method,
+        method = method.as_str(),
         route = %route,
         status,
         duration_ms = seconds * 1000.0,
         execution = if route.contains("/executions/{id}") {
-            param(&route, &path, "{id}").unwrap_or_default()
+            param(route, &path, "{id}").unwrap_or_default()
         } else {
             ""
         },
-        device = param(&route, &path, "{device}").unwrap_or_default(),
+        device = param(route, &path, "{device}").unwrap_or_default(),
         "request"
     );
     res
