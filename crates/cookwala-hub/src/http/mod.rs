@@ -111,7 +111,7 @@ pub fn app(hub: Hub) -> Router {
         .merge(ws::routes())
         .merge(dashboard::routes())
         .merge(health::routes())
-        .route_layer(axum::middleware::from_fn_with_state(hub.clone(), health::count))
+        .route_layer(health::CountLayer(hub.metrics()))
         .fallback(|| async { ApiError::not_found("no such resource") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
