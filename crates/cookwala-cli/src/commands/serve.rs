@@ -191,13 +191,16 @@ pub struct ServeArgs {
     pub cors_origins: Vec<String>,
     /// Publish every event to this kitchen's MQTT 5 broker and act on its safety alarms:
     /// mqtt://[USER[:PASS]@]HOST[:PORT] or mqtts:// (TLS); needs --kitchen
-    #[arg(long, value_name = "URL", requires = "kitchen")]
+    // (These pairs are checked after a configuration file is merged, not by clap, so the
+    // command line can give one half of a pair the file completes: `serve_config::pairs`.)
+    #[arg(long, value_name = "URL")]
     pub mqtt: Option<String>,
-    /// The kitchen id: topics are cookwala/KITCHEN/{category}/{subject}
-    #[arg(long, value_name = "KITCHEN_ID", requires = "mqtt")]
+    /// The kitchen id: topics are cookwala/KITCHEN/{category}/{subject}; needs --mqtt
+    #[arg(long, value_name = "KITCHEN_ID")]
     pub kitchen: Option<String>,
-    /// File holding the MQTT password (else the URL's, else $COOKWALA_MQTT_PASSWORD)
-    #[arg(long, value_name = "FILE", requires = "mqtt")]
+    /// File holding the MQTT password (else the URL's, else $COOKWALA_MQTT_PASSWORD); needs
+    /// --mqtt
+    #[arg(long, value_name = "FILE")]
     pub mqtt_password_file: Option<PathBuf>,
     /// Where the hub keeps its state: postgres://USER[:PASS]@HOST:PORT/DATABASE (several
     /// replicas may share one database; the password may also come from $PGPASSWORD) or

@@ -61,6 +61,7 @@ fn command() -> clap::Command {
 /// the merged arguments do not parse ([`UsageError`]).
 pub fn resolve(args: ServeArgs) -> Result<Option<ServeArgs>> {
     if args.config.is_none() && !args.print_config {
+        pairs(&args)?;
         return Ok(Some(args));
     }
     // The `serve` subcommand's own arguments, as given.
@@ -81,13 +82,31 @@ pub fn resolve(args: ServeArgs) -> Result<Option<ServeArgs>> {
         let why = first.strip_prefix("error: ").unwrap_or(first);
         UsageError(format!("{why} (in the configuration file or on the command line)"))
     })?;
+    let mut resolved = ServeArgs::from_arg_matches(&matches).map_err(|e| anyhow!("{e}"))?;
+    pairs(&resolved)?;
     if args.print_config {
         print!("{}", effective(&matches));
         return Ok(None);
     }
-    let mut resolved = ServeArgs::from_arg_matches(&matches).map_err(|e| anyhow!("{e}"))?;
     resolved.config = None;
     Ok(Some(resolved))
+}
+
+/// The flags that only make sense together, checked on the merged arguments (clap's
+/// `requires` would check the command line alone, before the file completes it).
+fn pairs(args: &ServeArgs) -> Result<(), UsageError> {
+    let fail = |why: &str| {
+        Err(UsageError(format!("{why} (in the configuration file or on the command line)")))
+    };
+    match (&args.mqtt, &args.kitchen) {
+        (Some(_), None) => return fail("--mqtt needs --kitchen"),
+        (None, Some(_)) => return fail("--kitchen needs --mqtt"),
+        _ => {}
+    }
+    if args.mqtt_password_file.is_some() && args.mqtt.is_none() {
+        return fail("--mqtt-password-file needs --mqtt");
+    }
+    Ok(())
 }
 
 /// The arguments the file's keys stand for, skipping the flags `given` on the command line.

@@ -890,6 +890,24 @@ fn a_hub_starts_from_a_config_file_alone_and_flags_override_it() {
         assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
         assert!(err.contains(needle), "{bad}: {err}");
     }
+    // A pair the file starts and the command line completes is one configuration; half a
+    // pair alone is a usage error.
+    let half = dir.path().join("half.toml");
+    std::fs::write(&half, "mqtt = \"mqtt://127.0.0.1:1\"\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
+        .args(["serve", "--kitchen", "k1", "--print-config", "--config"])
+        .arg(&half)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("kitchen = \"k1\""), "{out:?}");
+    for args in [&["--kitchen", "k1"][..], &["--mqtt", "mqtt://127.0.0.1:1"][..]] {
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_cookwala")).arg("serve").args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("needs --"), "{args:?}: {err}");
+    }
     // The shipped default is accepted.
     let shipped = test_support::workspace_root().join("packaging").join("hub.toml");
     let out = Command::new(env!("CARGO_BIN_EXE_cookwala"))
