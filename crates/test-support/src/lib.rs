@@ -102,4 +102,5 @@ pub fn ensure_ext() {
         }
     });
 }
+pub mod mosquitto;
 pub mod postgres;

@@ -3,8 +3,6 @@
 //! the tests print a notice and pass, except under `CI=true`, where they fail.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,112 +12,11 @@ use cookwala_hub::{Hub, HubConfig, MqttConfig, app};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Filter, Packet};
 use rumqttc::v5::{AsyncClient, Event, MqttOptions};
+use test_support::mosquitto::Broker;
 use tokio::sync::mpsc;
 
 use crate::events::{outbox, run_to_end, s, start};
 use crate::support::*;
-
-/// The mosquitto binary, or `None` with a notice (a failure under CI).
-fn mosquitto() -> Option<PathBuf> {
-    for p in ["/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto", "/usr/bin/mosquitto"] {
-        if Path::new(p).is_file() {
-            return Some(PathBuf::from(p));
-        }
-    }
-    assert!(
-        !test_support::in_ci(),
-        "CI=true but mosquitto is not installed (.ci/run installs the Debian package)"
-    );
-    eprintln!("notice: mosquitto not installed (apt-get install mosquitto); skipping");
-    None
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A Mosquitto of our own; killed when dropped.
-struct Broker {
-    bin: PathBuf,
-    dir: tempfile::TempDir,
-    port: u16,
-    child: Option<Child>,
-}
-
-impl Broker {
-    /// A broker on a free port, started; `None` when mosquitto is missing (outside CI).
-    fn start() -> Option<Broker> {
-        let mut b = Broker::new()?;
-        b.up();
-        Some(b)
-    }
-
-    /// A broker on a free port, not started yet.
-    fn new() -> Option<Broker> {
-        let bin = mosquitto()?;
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let conf = format!(
-            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\n\
-             persistence_location {}/\nlog_dest file {}/mosquitto.log\nuser root\n",
-            dir.path().display(),
-            dir.path().display()
-        );
-        std::fs::write(dir.path().join("mosquitto.conf"), conf).unwrap();
-        Some(Broker { bin, dir, port, child: None })
-    }
-
-    fn up(&mut self) {
-        let child = Command::new(&self.bin)
-            .arg("-c")
-            .arg(self.dir.path().join("mosquitto.conf"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        let until = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(Instant::now() < until, "mosquitto did not start: {}", self.log());
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Stops the broker with SIGTERM (it saves its sessions) and waits for it.
-    fn down(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
-            let until = Instant::now() + Duration::from_secs(5);
-            while child.try_wait().unwrap().is_none() {
-                if Instant::now() > until {
-                    let _ = child.kill();
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("mosquitto.log")).unwrap_or_default()
-    }
-
-    fn url(&self) -> String {
-        format!("mqtt://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("mosquitto log:\n{}", self.log());
-        }
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 /// A message a test client received.
 #[derive(Clone, Debug)]
@@ -258,7 +155,7 @@ fn stored(storage: &dyn Storage, subject: &str) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_execution_is_published_under_its_topics_with_its_qos() {
     let Some(broker) = Broker::start() else { return };
-    let mut sub = subscribe(broker.port, "t-watch-1", "cookwala/k1/#", false).await;
+    let mut sub = subscribe(broker.port(), "t-watch-1", "cookwala/k1/#", false).await;
     let (hub, storage) = hub_with(HubConfig { mqtt: Some(bus(&broker, "k1")), ..config() }).await;
     let task = hub.spawn_mqtt().unwrap();
     start(&hub, "ex-mq-1", "red-lentil-soup").await;
@@ -295,7 +192,7 @@ async fn a_full_execution_is_published_under_its_topics_with_its_qos() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_safety_event_is_retained_until_its_execution_ends() {
     let Some(broker) = Broker::start() else { return };
-    let mut sub = subscribe(broker.port, "t-watch-2", "cookwala/k1/safety/#", false).await;
+    let mut sub = subscribe(broker.port(), "t-watch-2", "cookwala/k1/safety/#", false).await;
     let config = HubConfig {
         mqtt: Some(bus(&broker, "k1")),
         sim_faults: vec![cookwala_sim::Fault {
@@ -327,7 +224,7 @@ async fn a_safety_event_is_retained_until_its_execution_ends() {
     assert_eq!(alarm.doc().pointer("/data/action").and_then(Value::as_str), Some("heat_off_all"));
     if state == "stopping" {
         // A participant that joins now still learns the hazard.
-        let mut late = subscribe(broker.port, "t-late-1", topic, false).await;
+        let mut late = subscribe(broker.port(), "t-late-1", topic, false).await;
         let got = late.until("the retained hazard", |m| !m.is_empty()).await;
         assert!(got[0].retain && s(&got[0].doc(), "type") == "cookwala.safety.limit_fired");
     } else {
@@ -338,7 +235,7 @@ async fn a_safety_event_is_retained_until_its_execution_ends() {
     let clear = got.iter().find(|m| m.payload.is_empty()).unwrap();
     assert_eq!((clear.topic.as_str(), clear.retain), (topic, true));
     // After the clear, a new participant gets no retained hazard.
-    let mut later = subscribe(broker.port, "t-late-2", topic, false).await;
+    let mut later = subscribe(broker.port(), "t-late-2", topic, false).await;
     assert!(later.drain(Duration::from_millis(500)).await.is_empty());
     task.abort();
 }
@@ -346,7 +243,7 @@ async fn a_safety_event_is_retained_until_its_execution_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abort_session_alarm_from_another_client_stops_a_running_execution() {
     let Some(broker) = Broker::start() else { return };
-    let mut sub = subscribe(broker.port, "t-watch-3", "cookwala/k3/#", false).await;
+    let mut sub = subscribe(broker.port(), "t-watch-3", "cookwala/k3/#", false).await;
     let config = HubConfig { mqtt: Some(bus(&broker, "k3")), speed: 60.0, ..config() };
     let (hub, storage) = hub_with(config).await;
     let tasks = [hub.spawn_mqtt().unwrap(), hub.spawn_clock().unwrap()];
@@ -365,7 +262,7 @@ async fn an_abort_session_alarm_from_another_client_stops_a_running_execution() 
 
     // Another participant: a smoke detector.
     let (detector, mut det_events) =
-        AsyncClient::new(MqttOptions::new("t-smoke-1", "127.0.0.1", broker.port), 16);
+        AsyncClient::new(MqttOptions::new("t-smoke-1", "127.0.0.1", broker.port()), 16);
     let driver = tokio::spawn(async move { while det_events.poll().await.is_ok() {} });
     // Malformed messages are dropped, never fatal.
     detector
@@ -437,7 +334,7 @@ async fn an_abort_session_alarm_from_another_client_stops_a_running_execution() 
 async fn events_made_while_the_broker_is_down_are_delivered_once_it_is_up() {
     let Some(mut broker) = Broker::start() else { return };
     // A participant with a session that survives the broker's restarts.
-    let mut sub = subscribe(broker.port, "t-watch-4", "cookwala/k4/execution/#", true).await;
+    let mut sub = subscribe(broker.port(), "t-watch-4", "cookwala/k4/execution/#", true).await;
     broker.down();
     // The hub starts while the broker is down, and serves.
     let (hub, storage) = hub_with(HubConfig { mqtt: Some(bus(&broker, "k4")), ..config() }).await;
@@ -476,10 +373,10 @@ async fn events_made_while_the_broker_is_down_are_delivered_once_it_is_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_all_alarm_pauses_and_a_retained_alarm_reaches_a_hub_that_connects_later() {
     let Some(broker) = Broker::start() else { return };
-    let mut sub = subscribe(broker.port, "t-watch-5", "cookwala/k5/execution/#", false).await;
+    let mut sub = subscribe(broker.port(), "t-watch-5", "cookwala/k5/execution/#", false).await;
     // The alarm is already on the broker (retained) when the hub connects.
     let (detector, mut det_events) =
-        AsyncClient::new(MqttOptions::new("t-presence-1", "127.0.0.1", broker.port), 16);
+        AsyncClient::new(MqttOptions::new("t-presence-1", "127.0.0.1", broker.port()), 16);
     let driver = tokio::spawn(async move { while det_events.poll().await.is_ok() {} });
     let config = HubConfig { mqtt: Some(bus(&broker, "k5")), speed: 60.0, ..config() };
     let (hub, storage) = hub_with(config).await;
