@@ -132,7 +132,7 @@ pub use admit::{admit, cannot_enforce};
 pub use config::{Fault, FaultKind, PlanStep, SimConfig};
 pub use events::{EventKind, Priority, SimEvent, safety_data_action};
 pub use rng::Rng;
-pub use sim::{SimError, Simulation};
+pub use sim::{LOCAL_STOP, SimError, Simulation};
 pub use trace::{Trace, TracePoint, TraceStep};
 
 use canonical_json::Value;

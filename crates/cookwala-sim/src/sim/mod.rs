@@ -109,6 +109,9 @@ struct StepRun {
     core_checked: bool,
 }
 
+/// The `x-sim.stop.reason` of a stop from the device's own control.
+pub const LOCAL_STOP: &str = "local";
+
 #[derive(Clone, Debug)]
 struct StopRecord {
     reason: String,
@@ -533,11 +536,22 @@ impl Simulation {
     /// [`HEAT_CUT_MS`] of simulated time, then `stopped`. In `stopping` or a final state it
     /// does nothing.
     pub fn stop(&mut self, reason: &str) -> Vec<SimEvent> {
+        self.stop_as("requested", reason)
+    }
+
+    /// A stop from the device's own control (the button on the appliance), which needs no
+    /// network: [`Simulation::stop`] recorded as `local`, so the log carries `x-localStop`
+    /// (`requestedAt`, `motionStoppedAt`, `heatOffAt`) beside `x-sim.stop`.
+    pub fn stop_local(&mut self) -> Vec<SimEvent> {
+        self.stop_as(LOCAL_STOP, "stopped on the device (local stop control)")
+    }
+
+    fn stop_as(&mut self, origin: &str, reason: &str) -> Vec<SimEvent> {
         let mut out = Vec::new();
         match self.state {
             S::Accepted => {
                 self.stop = Some(StopRecord {
-                    reason: "requested".to_owned(),
+                    reason: origin.to_owned(),
                     requested_ms: self.now_ms,
                     heat_cut_ms: Some(self.now_ms),
                     motion_stopped_ms: Some(self.now_ms),
@@ -547,7 +561,7 @@ impl Simulation {
                 self.finish("aborted_safe");
             }
             S::Preparing | S::Running | S::Paused | S::NeedsHuman => {
-                self.begin_stopping("requested", "aborted_safe", &mut out);
+                self.begin_stopping(origin, "aborted_safe", &mut out);
                 // The caller's words go to the event only, never into the log.
                 if let Some(SimEvent { kind: EventKind::State { why, .. }, .. }) = out.last_mut() {
                     *why = Some(reason.to_owned());

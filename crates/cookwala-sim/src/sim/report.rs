@@ -161,6 +161,17 @@ impl Simulation {
                 r.insert("motionStoppedAfterMs".into(), t.saturating_sub(stop.requested_ms).into());
             }
             x.insert("stop".into(), Value::Object(r));
+            if stop.reason == super::LOCAL_STOP {
+                let mut l = Map::new();
+                l.insert("requestedAt".into(), self.stamp(stop.requested_ms).into());
+                if let Some(t) = stop.motion_stopped_ms {
+                    l.insert("motionStoppedAt".into(), self.stamp(t).into());
+                }
+                if let Some(t) = stop.heat_cut_ms {
+                    l.insert("heatOffAt".into(), self.stamp(t).into());
+                }
+                m.insert("x-localStop".into(), Value::Object(l));
+            }
         }
         m.insert("safetyEvents".into(), Value::Array(safety));
         m.insert("humanInterventions".into(), Value::Array(self.human_interventions.clone()));
