@@ -16,7 +16,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use commands::{
-    canon, conformance, cook, demo, disclose, docs, keys, log, profiles, rules, serve,
+    canon, conformance, cook, demo, device, disclose, docs, keys, log, profiles, rules, serve,
     serve_config, validate,
 };
 
@@ -42,6 +42,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Cook(cook::CookArgs),
     Serve(Box<serve::ServeArgs>),
+    Device(Box<device::DeviceArgs>),
     /// Write the RFC 8785 (JCS) canonical bytes of a JSON document to stdout
     ///
     /// No trailing newline is written, so the output can be piped straight into a hash tool.
@@ -114,7 +115,7 @@ fn main() -> ExitCode {
     // A one-shot command whose reader goes away (`cookwala dry-run … | head`) ends as Unix tools
     // do, by SIGPIPE, instead of panicking in `println!`. The server keeps Rust's default (the
     // signal ignored, a closed peer an error on its own connection).
-    if !matches!(cli.command, Command::Serve(_)) {
+    if !matches!(cli.command, Command::Serve(_) | Command::Device(_)) {
         sigpipe::reset();
     }
     match run(cli) {
@@ -141,6 +142,7 @@ fn run(cli: Cli) -> Result<bool> {
             Some(args) => serve::run(args),
             None => Ok(true),
         },
+        Command::Device(args) => serve::run(device::serve_args(*args)?),
         Command::Canon { file } => canon::canon(&file).map(|()| true),
         Command::Hash { file, json } => canon::hash(&file, json).map(|()| true),
         Command::Keygen(a) => {

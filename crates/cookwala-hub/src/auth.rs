@@ -309,3 +309,26 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+/// The token a coordinating hub presents to the kitchen's devices (`serve --device-token`):
+/// `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DeviceToken(String);
+
+impl DeviceToken {
+    /// Wraps a token.
+    pub fn new(token: &str) -> DeviceToken {
+        DeviceToken(token.to_owned())
+    }
+
+    /// The token, for the `Authorization` header of a request to a device.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for DeviceToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeviceToken(<redacted>)")
+    }
+}

@@ -60,6 +60,8 @@ pub trait Run: std::fmt::Debug + Send {
     fn advance(&mut self, dt_ms: u64) -> Vec<RunEvent>;
     /// Stops safely (never refused; a final run stays as it is).
     fn stop(&mut self, reason: &str) -> Vec<RunEvent>;
+    /// Stops safely from the device's own stop control (recorded as a local stop in the log).
+    fn stop_local(&mut self) -> Vec<RunEvent>;
     /// Pauses a running execution.
     ///
     /// # Errors
@@ -133,6 +135,9 @@ impl Run for Simulation {
     }
     fn stop(&mut self, reason: &str) -> Vec<RunEvent> {
         Simulation::stop(self, reason)
+    }
+    fn stop_local(&mut self) -> Vec<RunEvent> {
+        Simulation::stop_local(self)
     }
     fn pause(&mut self) -> Result<Vec<RunEvent>, SimError> {
         Simulation::pause(self)

@@ -31,9 +31,10 @@
 //! order. Heartbeats are live only (see the `bus` module).
 
 // Layers call in one direction: `http` → `service` → `outbox` → `storage`; the leaves below
-// them (`auth`, `catalog`, `clock`, `conformance`, `executor`, `identity`, `limits`, `openapi`,
-// `privacy`) call none of the layers. The accept loop is `http/server`: everything that
-// speaks HTTP is under `http/`.
+// them (`auth`, `catalog`, `clock`, `conformance`, `executor`, `identity`, `kitchen`, `limits`,
+// `openapi`, `privacy`) call none of the layers. The accept loop is `http/server`: everything
+// that serves HTTP is under `http/` (clients live where they are used: webhooks in `outbox`,
+// calls to a kitchen's devices in `service/remote`).
 pub mod auth;
 pub mod catalog;
 mod clock;
@@ -41,6 +42,7 @@ pub mod conformance;
 pub mod executor;
 mod http;
 pub mod identity;
+pub mod kitchen;
 mod limits;
 pub mod metrics;
 pub mod openapi;
@@ -78,6 +80,7 @@ pub async fn serve(
     tasks.extend(hub.spawn_mqtt());
     tasks.extend(hub.spawn_incident_pruning());
     tasks.extend(hub.spawn_fleet());
+    tasks.extend(hub.spawn_kitchen_watch());
     let res = http::server::run(hub, listener, shutdown).await;
     for t in tasks {
         t.abort();

@@ -5,6 +5,8 @@ pub mod canon;
 pub mod conformance;
 pub mod cook;
 pub mod demo;
+pub mod device;
+pub mod device_mode;
 pub mod disclose;
 pub mod docs;
 pub mod keys;

@@ -229,6 +229,17 @@ pub struct ServeArgs {
     /// API's /metrics keeps needing a token that may read
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// The token this hub presents to the kitchen's devices (`cookwala device --token`) when
+    /// it forwards a request to one announced on the bus (else --device-token-file, else
+    /// $COOKWALA_DEVICE_TOKEN; none: devices run with --no-auth)
+    #[arg(long, value_name = "TOKEN")]
+    pub device_token: Option<String>,
+    /// File holding the kitchen's device token (see --device-token)
+    #[arg(long, value_name = "FILE")]
+    pub device_token_file: Option<PathBuf>,
+    /// Set by `cookwala device`: run as one device process of the kitchen.
+    #[arg(skip)]
+    pub device_process: Option<crate::commands::device_mode::Process>,
 }
 
 /// `--log-format`.
@@ -350,6 +361,26 @@ fn mqtt(args: &ServeArgs) -> Result<Option<cookwala_hub::MqttConfig>> {
         bail!("--mqtt: a password needs a user name (mqtt://USER@HOST:PORT)");
     }
     Ok(Some(config))
+}
+
+/// The environment variable holding the kitchen's device token (when neither
+/// `--device-token` nor `--device-token-file` gives one).
+pub const DEVICE_TOKEN_ENV: &str = "COOKWALA_DEVICE_TOKEN";
+
+/// The token the hub presents to the kitchen's devices: `--device-token`, else the first line
+/// of `--device-token-file`, else `$COOKWALA_DEVICE_TOKEN`.
+fn device_token(args: &ServeArgs) -> Result<Option<cookwala_hub::auth::DeviceToken>> {
+    let token = match (&args.device_token, &args.device_token_file) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .trim_end_matches(['\r', '\n'])
+                .to_owned(),
+        ),
+        (None, None) => std::env::var(DEVICE_TOKEN_ENV).ok(),
+    };
+    Ok(token.filter(|t| !t.is_empty()).map(|t| cookwala_hub::auth::DeviceToken::new(&t)))
 }
 
 /// The webhooks, all signed with the secret from `--webhook-secret-file` (trailing newline
@@ -760,6 +791,7 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         webhook_roots.extend(certs);
     }
     let n_hooks = hooks.len();
+    let device_token = device_token(&args)?;
     let data = match args.data {
         Some(d) => d,
         None => default_data_dir()?,
@@ -792,7 +824,8 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         store_ca: args.store_ca.clone(),
     };
     let (storage, store_note) = open_store(&store_args, &data)?;
-    let config = HubConfig {
+    let mut config = HubConfig {
+        device_token,
         device_id: device.clone(),
         catalog,
         speed: args.speed,
@@ -819,20 +852,29 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    let process = args.device_process.clone();
+    let what = if process.is_some() { "device" } else { "serve" };
     runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("binding {}", args.addr))?;
+        let addr = listener.local_addr().context("reading the bound address")?;
+        if let Some(p) = &process {
+            // The announced URL needs the port actually bound (`--addr HOST:0`).
+            config.device_mode = Some(p.mode(addr));
+        }
         let hub = Hub::open(storage, config).await.context("opening the hub")?;
         for id in hub.recovered() {
             cookwala_hub::note(format_args!(
-                "cookwala serve: execution {id} was active at the last stop; ended safely"
+                "cookwala {what}: execution {id} was active at the last stop; ended safely"
             ));
         }
         // Listening for signals before the banner says the hub is up: a SIGTERM sent the
         // moment it is, is a safe shutdown, not the default action's sudden end.
         let signals = Signals::new();
-        let listener = tokio::net::TcpListener::bind(args.addr)
-            .await
-            .with_context(|| format!("binding {}", args.addr))?;
-        let addr = listener.local_addr().context("reading the bound address")?;
+        if process.is_some() {
+            crate::commands::device_mode::spawn_local_stop(hub.clone())?;
+        }
         let operators = match args.metrics_addr {
             Some(at) => {
                 let l = tokio::net::TcpListener::bind(at)
@@ -869,11 +911,14 @@ pub fn run(args: ServeArgs) -> Result<bool> {
             String::new()
         };
         // One write, errors ignored: a closed stdout must not take the server down.
-        let banner = format!(
+        let banner = match &process {
+            Some(p) => p.banner(&device, addr, &data, &token_note, &mqtt_note),
+            None => format!(
             "cookwala hub listening on http://{addr}\n  root device {device}, simulated time x{}, data {}\n  {store_note}\n  {loaded}{token_note}\n  {key_note}\n{devices_note}  events at http://{addr}/cookwala/v1/events{hooks_note}{mqtt_note}{metrics_note}\n  Ctrl-C stops the server\n",
             args.speed,
             data.display()
-        );
+        ),
+        };
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
         drop(out);

@@ -43,10 +43,15 @@ const NOT_IN_FILE: &[(&str, &str)] = &[
         "a token is never read from a configuration file: use the tokens file (`tokens = \
          \"PATH\"`) or the COOKWALA_HUB_TOKEN environment variable",
     ),
+    (
+        "device-token",
+        "a token is never read from a configuration file: use `device-token-file = \"PATH\"` \
+         or the COOKWALA_DEVICE_TOKEN environment variable",
+    ),
 ];
 
 /// Flags whose values are redacted by `--print-config`.
-const SECRET: &[&str] = &["token"];
+const SECRET: &[&str] = &["token", "device-token"];
 
 fn command() -> clap::Command {
     ServeArgs::augment_args(clap::Command::new("serve"))

@@ -23,6 +23,7 @@ mod docs;
 mod fleet;
 mod hostile;
 mod keys;
+mod kitchen;
 mod log;
 mod profiles;
 mod rules;

@@ -35,6 +35,7 @@ mod health;
 mod incidents;
 pub(crate) mod limits;
 mod problem;
+mod proxy;
 pub(crate) mod recalls;
 pub(crate) mod server;
 pub(crate) mod tools;
@@ -97,7 +98,8 @@ pub fn app(hub: Hub) -> Router {
     let config = &hub.config();
     let per_device = device_routes()
         .merge(shared_routes())
-        .route_layer(axum::middleware::from_fn_with_state(hub.clone(), known_device));
+        .route_layer(axum::middleware::from_fn_with_state(hub.clone(), known_device))
+        .route_layer(axum::middleware::from_fn_with_state(hub.clone(), proxy::remote_or_local));
     let router = Router::new()
         .merge(device_routes())
         .merge(shared_routes())
@@ -207,6 +209,11 @@ impl FromRequestParts<Hub> for On {
         };
         match params.iter().find(|(k, _)| *k == "device") {
             None => Ok(On(hub.root_device())),
+            // A kitchen device of its own process: its Core routes were forwarded (see
+            // `proxy`); the hub's own routes under its prefix answer as the root device's.
+            Some((_, key)) if hub.find_device(key).is_none() && hub.is_remote(key) => {
+                Ok(On(hub.root_device()))
+            }
             Some((_, key)) => hub.find_device(key).map(On).ok_or_else(|| {
                 ApiError::not_found(format!(
                     "no device {} on this hub",
@@ -332,7 +339,7 @@ pub(crate) fn authorize(hub: &Hub, headers: &HeaderMap) -> Result<(), ApiError> 
 }
 
 /// The `Idempotency-Key` header, checked (8–128 printable characters).
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(raw) = headers.get("idempotency-key") else { return Ok(None) };
     let key = raw.to_str().ok().map(str::trim).unwrap_or_default();
     let n = key.chars().count();

@@ -42,6 +42,7 @@ use canonical_json::{Map, Value};
 use cookwala::execution::ExecutionState;
 use cookwala_sim::{EventKind, SimEvent};
 
+use crate::kitchen::{self, Active, Announce, OfflineReason};
 use crate::storage::NewEvent;
 
 /// `cookwala.execution.accepted`.
@@ -131,6 +132,14 @@ struct Attrs<'a> {
     time: String,
     priority: &'static str,
     latency: &'static str,
+}
+
+/// `e` with its `id` replaced (events whose id is not `<subject>/<seq>/<type>`).
+fn with_id(mut e: Value, id: String) -> Value {
+    if let Some(m) = e.as_object_mut() {
+        m.insert("id".into(), id.into());
+    }
+    e
 }
 
 fn envelope(a: Attrs<'_>, data: Value) -> Value {
@@ -386,6 +395,10 @@ pub struct Heartbeat<'a> {
     pub uptime_ms: u64,
     /// Simulated milliseconds the hub's clock has moved since it started.
     pub sim_clock_ms: u64,
+    /// A device process on the kitchen bus: its announcement (so a hub that missed the
+    /// `online` learns it from any heartbeat) and its executions in detail (`x-executions`:
+    /// id, state, seq, step and the step's hazards, which a hub needs once the device is lost).
+    pub process: Option<(&'a Announce, &'a [Value])>,
 }
 
 /// A `cookwala.device.heartbeat`: `data` is `{device, status: idle | busy, activeExecutions,
@@ -400,7 +413,11 @@ pub fn heartbeat(h: &Heartbeat<'_>) -> Value {
     );
     data.insert("uptimeS".into(), (h.uptime_ms / 1000).into());
     data.insert("simClockMs".into(), h.sim_clock_ms.into());
-    let mut e = envelope(
+    if let Some((announce, executions)) = h.process {
+        data.extend(announce.to_data());
+        data.insert("x-executions".into(), Value::Array(executions.to_vec()));
+    }
+    let e = envelope(
         Attrs {
             ty: HEARTBEAT,
             source: device_source(h.device),
@@ -412,10 +429,181 @@ pub fn heartbeat(h: &Heartbeat<'_>) -> Value {
         },
         Value::Object(data),
     );
-    if let Some(m) = e.as_object_mut() {
-        m.insert("id".into(), format!("{}/heartbeat/{}/{}", h.device, h.boot, h.n).into());
+    with_id(e, format!("{}/heartbeat/{}/{}", h.device, h.boot, h.n))
+}
+
+/// A device's `cookwala.device.online` (retained on its device topic): `data` is its
+/// [`Announce`]. The id names the instance, so a redelivered copy is one event.
+pub fn online(a: &Announce, now_ms: i64) -> Value {
+    device_event(kitchen::ONLINE, a, a.to_data(), now_ms, "online")
+}
+
+/// The `cookwala.device.offline` a device leaves as its MQTT will (the broker publishes it,
+/// retained, when the device's session dies): `data` is its [`Announce`] and `reason`
+/// `session_lost`. Its `time` is when the will was set (the broker cannot stamp it).
+pub fn offline_will(a: &Announce, now_ms: i64) -> Value {
+    let mut data = a.to_data();
+    data.insert("reason".into(), "session_lost".into());
+    device_event(kitchen::OFFLINE, a, data, now_ms, "offline")
+}
+
+fn device_event(ty: &str, a: &Announce, data: Map, now_ms: i64, what: &str) -> Value {
+    let e = envelope(
+        Attrs {
+            ty,
+            source: device_source(&a.device),
+            subject: &a.device,
+            seq: None,
+            time: cookwala_sim::rfc3339_ms(now_ms),
+            priority: "high",
+            latency: "interactive",
+        },
+        Value::Object(data),
+    );
+    with_id(e, format!("{}/{what}/{}", a.device, a.instance))
+}
+
+/// A `cookwala.telemetry.reading` of `device` for execution `exec`: `data` is a
+/// TelemetryData (`taskId`, `readings` of `{sensor, value, unit}`, the time of each under
+/// `x-at`). Live only, like heartbeats. `n` numbers it within this process (`boot`).
+pub fn telemetry(
+    device: &str,
+    exec: &str,
+    readings: &[Value],
+    now_ms: i64,
+    boot: i64,
+    n: u64,
+) -> Value {
+    let readings = readings
+        .iter()
+        .filter_map(|r| {
+            let mut m = Map::new();
+            m.insert("sensor".into(), r.get("sensor")?.clone());
+            m.insert("value".into(), r.get("value")?.clone());
+            if let Some(u) = r.get("unit") {
+                m.insert("unit".into(), u.clone());
+            }
+            if let Some(t) = r.get("at") {
+                m.insert("x-at".into(), t.clone());
+            }
+            Some(Value::Object(m))
+        })
+        .collect();
+    let mut data = Map::new();
+    data.insert("taskId".into(), exec.into());
+    data.insert("readings".into(), Value::Array(readings));
+    let e = envelope(
+        Attrs {
+            ty: kitchen::TELEMETRY,
+            source: device_source(device),
+            subject: device,
+            seq: None,
+            time: cookwala_sim::rfc3339_ms(now_ms),
+            priority: "low",
+            latency: "realtime",
+        },
+        Value::Object(data),
+    );
+    with_id(e, format!("{device}/telemetry/{boot}/{n}"))
+}
+
+/// What a coordinating hub knows of an execution on a device it lost.
+#[derive(Clone, Copy, Debug)]
+pub struct Lost<'a> {
+    /// The device.
+    pub device: &'a str,
+    /// The life of the device that ended.
+    pub instance: &'a str,
+    /// Why it is offline.
+    pub reason: OfflineReason,
+    /// The execution as last reported.
+    pub active: &'a Active,
+    /// When the hub decided it was lost (Unix ms).
+    pub now_ms: i64,
+    /// When the device was last heard (Unix ms).
+    pub last_seen_ms: i64,
+}
+
+/// The person the hub hands a lost device's execution to, and the audience it notifies.
+pub const RESPONSIBLE: &str = "human:primary";
+/// Who else is told.
+pub const HOUSEHOLD: &str = "role:household";
+
+/// A `cookwala.handoff.proposed` (subject: the execution) from the lost device to the person
+/// responsible: the step it was on, with its hazards, and the last state the device reported.
+/// The hub does not know whether the heat is on: the device is unreachable.
+pub fn handoff_proposed(l: &Lost<'_>) -> Value {
+    let a = l.active;
+    let mut data = Map::new();
+    data.insert("executionId".into(), a.id.as_str().into());
+    data.insert("from".into(), format!("device:{}", l.device).into());
+    data.insert("to".into(), RESPONSIBLE.into());
+    data.insert("reason".into(), "device_offline".into());
+    data.insert("offlineReason".into(), l.reason.as_str().into());
+    data.insert("lastState".into(), a.state.as_str().into());
+    data.insert("lastSeq".into(), a.seq.into());
+    data.insert("lastSeenAt".into(), cookwala_sim::rfc3339_ms(l.last_seen_ms).into());
+    let mut step = Map::new();
+    if let Some(n) = &a.node {
+        step.insert("node".into(), n.as_str().into());
     }
-    e
+    if let Some(o) = &a.op {
+        step.insert("op".into(), o.as_str().into());
+    }
+    step.insert("hazards".into(), Value::Array(a.hazards.clone()));
+    data.insert("step".into(), Value::Object(step));
+    let e = envelope(
+        Attrs {
+            ty: kitchen::HANDOFF_PROPOSED,
+            source: HUB_SOURCE.to_owned(),
+            subject: &a.id,
+            seq: None,
+            time: cookwala_sim::rfc3339_ms(l.now_ms),
+            priority: "safety",
+            latency: "interactive",
+        },
+        Value::Object(data),
+    );
+    with_id(e, format!("{}/handoff.proposed/{}", a.id, l.instance))
+}
+
+/// The `cookwala.notify.request` (subject `household`, so topic `notify/household`) that
+/// goes with [`handoff_proposed`]: urgency `time_critical` (a device that may be heating is
+/// out of reach), the message in English, `relatesTo` the execution.
+pub fn notify_lost(l: &Lost<'_>) -> Value {
+    let a = l.active;
+    let mut data = Map::new();
+    data.insert(
+        "audience".into(),
+        Value::Array(vec![Value::from(RESPONSIBLE), Value::from(HOUSEHOLD)]),
+    );
+    data.insert("urgency".into(), "time_critical".into());
+    let step = a.op.as_deref().or(a.node.as_deref()).unwrap_or("a step");
+    let mut msg = Map::new();
+    msg.insert(
+        "en".into(),
+        format!(
+            "The device {} stopped answering while running {} ({step}). Check it in person: it \
+             may still be heating.",
+            l.device, a.id
+        )
+        .into(),
+    );
+    data.insert("message".into(), Value::Object(msg));
+    data.insert("relatesTo".into(), a.id.as_str().into());
+    let e = envelope(
+        Attrs {
+            ty: kitchen::NOTIFY_REQUEST,
+            source: HUB_SOURCE.to_owned(),
+            subject: "household",
+            seq: None,
+            time: cookwala_sim::rfc3339_ms(l.now_ms),
+            priority: "safety",
+            latency: "interactive",
+        },
+        Value::Object(data),
+    );
+    with_id(e, format!("{}/notify.request/{}", a.id, l.instance))
 }
 
 /// A `cookwala.recall.published` for a Recall document: `subject` the recall id, `time` its
@@ -430,7 +618,7 @@ pub fn recall(recall: &Value, now_ms: i64) -> Value {
         .and_then(Value::as_str)
         .filter(|t| cookwala::time::parse_timestamp(t).is_ok())
         .map_or_else(|| cookwala_sim::rfc3339_ms(now_ms), str::to_owned);
-    let mut e = envelope(
+    let e = envelope(
         Attrs {
             ty: RECALL_PUBLISHED,
             source: HUB_SOURCE.to_owned(),
@@ -442,10 +630,7 @@ pub fn recall(recall: &Value, now_ms: i64) -> Value {
         },
         recall.clone(),
     );
-    if let Some(m) = e.as_object_mut() {
-        m.insert("id".into(), format!("{subject}/recall.published/{short}").into());
-    }
-    e
+    with_id(e, format!("{subject}/recall.published/{short}"))
 }
 
 /// The outbox row for an event document.

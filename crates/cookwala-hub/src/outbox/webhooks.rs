@@ -103,11 +103,11 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 #[derive(Clone, Debug)]
 pub(crate) struct Target {
     /// `https://`.
-    tls: bool,
-    host: String,
-    port: u16,
-    authority: String,
-    path: String,
+    pub(crate) tls: bool,
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) authority: String,
+    pub(crate) path: String,
 }
 
 pub(crate) fn target(url: &str) -> Result<Target, String> {

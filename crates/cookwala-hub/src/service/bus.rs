@@ -184,12 +184,18 @@ impl Hub {
     pub async fn heartbeat(&self) -> Value {
         let device = self.inner.device_id.clone();
         let active = self.active_on(&device).await;
-        self.emit_heartbeat(&device, &active)
+        self.emit_heartbeat(&device, &active, None)
     }
 
     /// Emits one heartbeat per served device (the root device first, then the others by id),
-    /// each with the executions live on that device, and returns them.
+    /// each with the executions live on that device, and returns them. A device of the
+    /// kitchen that shadows a served one sends its own (the hub sends none for it). A device
+    /// process sends one, with its announcement and its executions in detail, and a telemetry
+    /// reading per running execution.
     pub async fn heartbeats(&self) -> Vec<Value> {
+        if let Some(a) = &self.inner.announce {
+            return vec![self.device_heartbeat(a).await];
+        }
         let by_device: Vec<(String, Vec<String>)> = {
             let live = self.inner.live.stored();
             let root = std::iter::once(self.inner.device_id.as_str());
@@ -201,7 +207,68 @@ impl Hub {
                 })
                 .collect()
         };
-        by_device.iter().map(|(d, active)| self.emit_heartbeat(d, active)).collect()
+        by_device
+            .iter()
+            .filter(|(d, _)| !self.is_remote(d))
+            .map(|(d, active)| self.emit_heartbeat(d, active, None))
+            .collect()
+    }
+
+    /// A device process's heartbeat and telemetry (see [`Hub::heartbeats`]).
+    async fn device_heartbeat(&self, announce: &crate::kitchen::Announce) -> Value {
+        let mut ids = Vec::new();
+        let mut details = Vec::new();
+        let mut telemetry = Vec::new();
+        for (id, slot) in self.inner.live.slots() {
+            if !slot.stored {
+                continue;
+            }
+            let status = {
+                let run = slot.run.lock().await;
+                if run.gone || run.is_final() {
+                    continue;
+                }
+                run.status()
+            };
+            let text = |p: &str| status.pointer(p).and_then(Value::as_str).map(str::to_owned);
+            let seq = status.get("seq").and_then(Value::as_i64).and_then(|n| u64::try_from(n).ok());
+            let mut a = crate::kitchen::Active::new(
+                &id,
+                &text("/state").unwrap_or_default(),
+                seq.unwrap_or(0),
+            );
+            a.node = text("/step/node");
+            a.op = text("/step/op");
+            if let (Some(node), Some((recipe, _))) = (&a.node, &slot.recipe) {
+                a.hazards = crate::kitchen::step_hazards(recipe, node);
+            }
+            if let Some(Value::Array(readings)) = status.pointer("/step/readings")
+                && !readings.is_empty()
+            {
+                telemetry.push((id.clone(), readings.clone()));
+            }
+            details.push(a.to_value());
+            ids.push(id);
+        }
+        let event = self.emit_heartbeat(&announce.device, &ids, Some((announce, &details)));
+        let bus = &self.inner.bus;
+        for (exec, readings) in telemetry {
+            let n = bus.heartbeats.fetch_add(1, Ordering::Relaxed);
+            let t = events::telemetry(
+                &announce.device,
+                &exec,
+                &readings,
+                self.now_ms(),
+                bus.boot_ms,
+                n,
+            );
+            let _ = bus.live.send(Arc::new(LiveEvent {
+                ty: crate::kitchen::TELEMETRY,
+                subject: announce.device.clone(),
+                body: jcs_text(&t),
+            }));
+        }
+        event
     }
 
     /// Ids of the executions live on `device`.
@@ -210,7 +277,12 @@ impl Hub {
         live.into_iter().filter(|(_, d)| d == device).map(|(id, _)| id).collect()
     }
 
-    fn emit_heartbeat(&self, device: &str, active: &[String]) -> Value {
+    fn emit_heartbeat(
+        &self,
+        device: &str,
+        active: &[String],
+        announce: Option<(&crate::kitchen::Announce, &[Value])>,
+    ) -> Value {
         let bus = &self.inner.bus;
         let now_ms = self.now_ms();
         let event = events::heartbeat(&events::Heartbeat {
@@ -221,6 +293,7 @@ impl Hub {
             active,
             uptime_ms: u64::try_from(bus.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             sim_clock_ms: bus.sim_clock_ms.load(Ordering::Relaxed),
+            process: announce,
         });
         bus.last_heartbeat
             .lock()

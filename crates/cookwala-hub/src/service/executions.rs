@@ -233,11 +233,29 @@ impl Hub {
     /// # Errors
     /// The storage fails (the stops are made in memory; their events are kept and retried).
     pub(crate) async fn stop_every_live(&self, reason: &str) -> Result<Vec<String>, Error> {
+        self.stop_every_live_by(|run| run.stop(reason)).await
+    }
+
+    /// The device's own stop control (`cookwala device`: SIGUSR1 stands for the button):
+    /// every live execution stopped as [`Hub::stop_every_live`] does, each recorded as a local
+    /// stop (`x-localStop` in its log). Nothing here waits for a network: the events it
+    /// commits go out when a connection allows.
+    ///
+    /// # Errors
+    /// The storage fails (the stops are made in memory; their events are kept and retried).
+    pub async fn local_stop(&self) -> Result<Vec<String>, Error> {
+        self.stop_every_live_by(|run| run.stop_local()).await
+    }
+
+    async fn stop_every_live_by(
+        &self,
+        stop: impl Fn(&mut dyn crate::executor::Run) -> Vec<crate::executor::RunEvent>,
+    ) -> Result<Vec<String>, Error> {
         let mut held = lock_live(self.inner.live.slots()).await;
         let mut commit = Commit::default();
         let mut stopped = Vec::new();
         for (id, run) in &mut held {
-            let (change, ()) = self.apply(id, run, |sim| Ok::<_, Error>((sim.stop(reason), ())))?;
+            let (change, ()) = self.apply(id, run, |sim| Ok::<_, Error>((stop(sim), ())))?;
             commit.absorb(change);
             stopped.push(id.clone());
         }

@@ -23,6 +23,7 @@ pub mod mqtt;
 pub(crate) mod reads;
 pub(crate) mod recalls;
 mod recovery;
+pub(crate) mod remote;
 pub(crate) use recovery::{Loss, recover, recover_one};
 mod webhooks;
 use crate::identity::HubKey;
@@ -99,6 +100,15 @@ pub struct HubConfig {
     pub mqtt: Option<mqtt::MqttConfig>,
     /// What bounds each connection (timeouts, header bytes) and how many are open at once.
     pub connections: crate::limits::ConnLimits,
+    /// This process is one device of the kitchen (`cookwala device`): it serves the root
+    /// device only and, with [`HubConfig::mqtt`], announces itself on the bus (a retained
+    /// `online`, a will that publishes `offline`, heartbeats with its executions, telemetry).
+    /// `None`: a hub, which with [`HubConfig::mqtt`] coordinates the devices announced there
+    /// (see [`crate::kitchen`]).
+    pub device_mode: Option<crate::kitchen::DeviceMode>,
+    /// The token a coordinating hub presents to the kitchen's devices when it forwards a
+    /// request to one (`None`: requests go without a token, for devices run with `--no-auth`).
+    pub device_token: Option<crate::auth::DeviceToken>,
 }
 
 impl Default for HubConfig {
@@ -128,6 +138,8 @@ impl Default for HubConfig {
             sim_faults: Vec::new(),
             mqtt: None,
             connections: crate::limits::ConnLimits::default(),
+            device_mode: None,
+            device_token: None,
         }
     }
 }
@@ -335,6 +347,10 @@ pub(crate) struct Inner {
     pub mqtt_connected: std::sync::atomic::AtomicBool,
     /// When the fleet loop last renewed this replica's leases (Unix ms; 0: never).
     pub leases_renewed_ms: std::sync::atomic::AtomicI64,
+    /// What this device process announces on the bus (device mode only).
+    pub announce: Option<crate::kitchen::Announce>,
+    /// The kitchen's devices on the bus (a hub with a broker; `None` otherwise).
+    pub coordinator: Option<remote::Coordinator>,
 }
 
 /// A bounded cache of final statuses: a final status never changes, so a GET can answer from
@@ -411,6 +427,8 @@ impl Hub {
         let devices: BTreeMap<String, Arc<Device>> = config
             .catalog
             .device_ids()
+            // A device process serves its own device only.
+            .filter(|id| config.device_mode.is_none() || *id == device_id)
             .filter_map(|id| {
                 let doc = config.catalog.device(id)?.clone();
                 let extra_limits = config.catalog.device_limits(id).cloned();
@@ -498,8 +516,19 @@ impl Hub {
             now,
         )
         .await?;
+        let announce = config.device_mode.as_ref().map(|m| crate::kitchen::Announce {
+            device: device_id.clone(),
+            instance: m.instance.clone(),
+            base_url: m.base_url.clone(),
+            capabilities_hash: canonical_json::digest::document_hash(&root.doc).ok(),
+            heartbeat_ms: u64::try_from(config.heartbeat.as_millis()).unwrap_or(u64::MAX),
+        });
+        let coordinator = (config.mqtt.is_some() && config.device_mode.is_none())
+            .then(remote::Coordinator::default);
         Ok(Hub {
             inner: Arc::new(Inner {
+                announce,
+                coordinator,
                 storage,
                 config,
                 device_id,

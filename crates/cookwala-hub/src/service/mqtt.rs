@@ -50,11 +50,14 @@ use std::time::Duration;
 
 use canonical_json::Value;
 use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{ConnectProperties, Filter, Packet, PublishProperties};
+use rumqttc::v5::mqttbytes::v5::{
+    ConnectProperties, Filter, LastWill, LastWillProperties, Packet, PublishProperties,
+};
 use rumqttc::v5::{AsyncClient, Event, EventLoop, MqttOptions};
 use rumqttc::{Outgoing, TlsConfiguration, Transport};
 use tokio::sync::broadcast;
 
+use crate::kitchen::Announce;
 use crate::service::Hub;
 
 /// The largest MQTT packet the hub accepts from the broker (256 KiB).
@@ -185,6 +188,16 @@ impl MqttConfig {
     /// The filter the hub listens on: `cookwala/{KITCHEN}/safety/#`.
     pub fn safety_filter(&self) -> String {
         format!("cookwala/{}/safety/#", self.kitchen)
+    }
+
+    /// The devices' announcements and heartbeats: `cookwala/{KITCHEN}/device/+`.
+    pub fn device_filter(&self) -> String {
+        format!("cookwala/{}/device/+", self.kitchen)
+    }
+
+    /// The devices' execution events: `cookwala/{KITCHEN}/execution/+`.
+    pub fn execution_filter(&self) -> String {
+        format!("cookwala/{}/execution/+", self.kitchen)
     }
 }
 
@@ -344,7 +357,13 @@ async fn run(hub: Hub, config: Arc<MqttConfig>) {
         None
     };
     let mut listener = alarm::Listener::new(&hub, config.clone());
-    let mut wait = config.first_retry;
+    // A device comes back quickly: its announcement and its final events are due.
+    let max_retry = if hub.inner.announce.is_some() {
+        config.max_retry.min(DEVICE_MAX_RETRY)
+    } else {
+        config.max_retry
+    };
+    let mut wait = config.first_retry.min(max_retry);
     let mut failures = 0u32;
     loop {
         let connected = session(&hub, &config, &key, tls.clone(), &mut listener).await;
@@ -360,15 +379,17 @@ async fn run(hub: Hub, config: Arc<MqttConfig>) {
         };
         if failures == 0 {
             crate::clock::note(format_args!(
-                "cookwala-hub: mqtt {key}: {why}; reconnecting (every {:?} at most)",
-                config.max_retry
+                "cookwala-hub: mqtt {key}: {why}; reconnecting (every {max_retry:?} at most)"
             ));
         }
         failures = failures.saturating_add(1);
         tokio::time::sleep(wait).await;
-        wait = wait.saturating_mul(2).min(config.max_retry);
+        wait = wait.saturating_mul(2).min(max_retry);
     }
 }
+
+/// The longest wait between two connection attempts of a device process.
+pub const DEVICE_MAX_RETRY: Duration = Duration::from_secs(2);
 
 enum Failure {
     /// No connection was made.
@@ -380,13 +401,36 @@ enum Failure {
 fn options(
     config: &MqttConfig,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    device: Option<(&Announce, i64)>,
 ) -> MqttOptions {
-    let client_id: String = format!("cookwala-hub-{}", config.kitchen)
-        .chars()
-        .filter(|c| c.is_ascii_graphic())
-        .collect();
+    let name = match device {
+        Some((a, _)) => format!("cookwala-device-{}-{}", config.kitchen, a.device),
+        None => format!("cookwala-hub-{}", config.kitchen),
+    };
+    let client_id: String = name.chars().filter(|c| c.is_ascii_graphic()).take(128).collect();
     let mut opts = MqttOptions::new(client_id, config.host.clone(), config.port);
-    opts.set_keep_alive(Duration::from_secs(15));
+    // A device's session is watched more closely: the broker publishes its will within 1.5
+    // keep-alive periods of a connection that went silent (at once for one that closed).
+    opts.set_keep_alive(Duration::from_secs(if device.is_some() { 5 } else { 15 }));
+    if let Some((a, now_ms)) = device {
+        let will = crate::outbox::events::offline_will(a, now_ms);
+        let props = LastWillProperties {
+            delay_interval: None,
+            payload_format_indicator: Some(1),
+            message_expiry_interval: None,
+            content_type: Some("application/cloudevents+json".to_owned()),
+            response_topic: None,
+            correlation_data: None,
+            user_properties: Vec::new(),
+        };
+        opts.set_last_will(LastWill::new(
+            topic(&config.kitchen, crate::kitchen::OFFLINE, &a.device),
+            crate::storage::jcs_text(&will).into_bytes(),
+            QoS::AtLeastOnce,
+            true,
+            Some(props),
+        ));
+    }
     opts.set_clean_start(true);
     opts.set_connection_timeout(5);
     opts.set_request_channel_capacity(4 * BATCH);
@@ -420,14 +464,43 @@ async fn session(
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     listener: &mut alarm::Listener,
 ) -> Result<(), Failure> {
-    let (client, mut events) = AsyncClient::new(options(config, tls), 4 * BATCH);
+    let announce = hub.inner.announce.as_ref();
+    let device = announce.map(|a| (a, hub.now_ms()));
+    let (client, mut events) = AsyncClient::new(options(config, tls, device), 4 * BATCH);
     let broker_max = connect(&mut events).await.map_err(Failure::Connect)?;
     let lost = |e: String| Failure::AfterConnect(e);
     crate::clock::note(format_args!("cookwala-hub: mqtt {key}: connected"));
     hub.inner.mqtt_connected.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut filter = Filter::new(config.safety_filter(), QoS::ExactlyOnce);
-    filter.nolocal = true;
-    client.try_subscribe_many([filter]).map_err(|e| lost(format!("subscribe: {e}")))?;
+    let mut filters = vec![Filter::new(config.safety_filter(), QoS::ExactlyOnce)];
+    if hub.inner.coordinator.is_some() {
+        filters.push(Filter::new(config.device_filter(), QoS::AtLeastOnce));
+        filters.push(Filter::new(config.execution_filter(), QoS::AtLeastOnce));
+    }
+    for f in &mut filters {
+        f.nolocal = true;
+    }
+    client.try_subscribe_many(filters).map_err(|e| lost(format!("subscribe: {e}")))?;
+    if let Some(a) = announce {
+        // Born again on every connection: the retained `online` replaces the will the broker
+        // may have published for an earlier session.
+        let online = crate::outbox::events::online(a, hub.now_ms());
+        let props = cloudevent_properties();
+        client
+            .try_publish_with_properties(
+                topic(&config.kitchen, crate::kitchen::ONLINE, &a.device),
+                QoS::AtLeastOnce,
+                true,
+                crate::storage::jcs_text(&online).into_bytes(),
+                props,
+            )
+            .map_err(|e| lost(format!("publish: {e}")))?;
+        crate::clock::note(format_args!(
+            "cookwala-hub: mqtt {key}: device {} online at {}",
+            a.device, a.base_url
+        ));
+    }
+    let device_prefix = format!("cookwala/{}/device/", segment(&config.kitchen));
+    let execution_prefix = format!("cookwala/{}/execution/", segment(&config.kitchen));
     let bus = &hub.inner.bus;
     let mut committed = bus.committed();
     let mut live = bus.live();
@@ -464,11 +537,7 @@ async fn session(
                         ));
                         continue;
                     }
-                    let props = PublishProperties {
-                        content_type: Some("application/cloudevents+json".to_owned()),
-                        payload_format_indicator: Some(1),
-                        ..PublishProperties::default()
-                    };
+                    let props = cloudevent_properties();
                     client
                         .try_publish_with_properties(
                             p.topic,
@@ -510,7 +579,19 @@ async fn session(
         }
         tokio::select! {
             ev = events.poll() => match ev {
-                Ok(Event::Incoming(Packet::Publish(p))) => listener.received(p),
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    let t = String::from_utf8_lossy(&p.topic).into_owned();
+                    if t.starts_with(&device_prefix) {
+                        if let Some(change) = hub.device_message(&t, &p.payload) {
+                            let hub = hub.clone();
+                            tokio::spawn(async move { hub.apply_change(change).await });
+                        }
+                    } else if t.starts_with(&execution_prefix) {
+                        hub.execution_message(&t, &p.payload);
+                    } else {
+                        listener.received(p);
+                    }
+                }
                 Ok(Event::Incoming(Packet::PubAck(_) | Packet::PubComp(_))) => {
                     if let Some(b) = &mut batch {
                         b.acks = b.acks.saturating_sub(1);
@@ -547,6 +628,15 @@ async fn session(
                 return Ok(());
             }
         }
+    }
+}
+
+/// CloudEvents structured mode: `content-type: application/cloudevents+json`, UTF-8 payload.
+fn cloudevent_properties() -> PublishProperties {
+    PublishProperties {
+        content_type: Some("application/cloudevents+json".to_owned()),
+        payload_format_indicator: Some(1),
+        ..PublishProperties::default()
     }
 }
 

@@ -92,14 +92,18 @@ function renderDevices() {
         el("div", {}, el("div", { class: "name" }), el("div", { class: "sub" })), el("span", { class: "pill" }));
       ul.append(li);
     }
-    const state = d.busy ? "busy" : "idle";
+    // A device of the kitchen (its own process) may be offline: the hub then shows what it
+    // last knew and why it is lost, never a state it made up.
+    const state = d.online === false ? "offline" : d.busy ? "busy" : "idle";
     li.dataset.state = state;
     li.querySelector(".name").textContent = d.name || d.id;
     li.querySelector(".sub").textContent = d.id + (d.root ? " · root" : "") +
+      (d.origin === "kitchen" ? " · own process" : "") +
+      (d.online === false && d.offlineReason ? " · lost (" + d.offlineReason.replace("_", " ") + ") " + short(d.since).slice(11) : "") +
       (d.lastHeartbeat ? " · heartbeat " + short(d.lastHeartbeat).slice(11) : "");
     const pill = li.querySelector(".pill");
     pill.className = "pill s-" + state;
-    pill.textContent = d.busy ? "Busy" : "Idle";
+    pill.textContent = { offline: "Offline", busy: "Busy", idle: "Idle" }[state];
   }
   for (const li of [...ul.children]) if (!seen.has(li.dataset.deviceId)) li.remove();
 }

@@ -201,6 +201,7 @@ fn heartbeats_and_recalls() {
         active: &active,
         uptime_ms: 61_000,
         sim_clock_ms: 3_660_000,
+        process: None,
     });
     assert_eq!(s(&hb, "type"), HEARTBEAT);
     assert_eq!(s(&hb, "id"), "sim-hob-robot/heartbeat/5/2");
@@ -235,6 +236,7 @@ fn new_events_take_their_columns_from_the_document() {
         active: &[],
         uptime_ms: 0,
         sim_clock_ms: 0,
+        process: None,
     });
     let row = to_new(&e);
     assert_eq!(
