@@ -65,7 +65,9 @@ impl Proc {
     }
 }
 
-fn hub(broker: &Broker, data: &Path, bundle: &Path) -> Proc {
+/// A hub coordinating the kitchen: its catalog has none of the samples' devices, so every
+/// `/devices/demo-…` request it answers is forwarded.
+fn hub(broker: &Broker, data: &Path) -> Proc {
     let data = data.to_str().unwrap();
     Proc::start(&[
         "serve",
@@ -81,8 +83,6 @@ fn hub(broker: &Broker, data: &Path, bundle: &Path) -> Proc {
         KITCHEN,
         "--device-token",
         DEVICE_TOKEN,
-        "--bundle",
-        bundle.to_str().unwrap(),
         "--speed",
         "1",
     ])
@@ -265,7 +265,7 @@ fn running(hub: SocketAddr, prefix: &str, id: &str) {
 fn a_kitchen_of_processes_finds_watches_hands_off_and_stops_locally() {
     let Some((mut broker, bundle, dir)) = setup() else { return };
     let observer = Observer::start(broker.port());
-    let mut hub = hub(&broker, &dir.path().join("hub"), &bundle);
+    let mut hub = hub(&broker, &dir.path().join("hub"));
     let began = Instant::now();
     let mut hob =
         device(&broker.url(), "demo-hob-robot", &dir.path().join("hob"), &bundle, "127.0.0.1:0");
@@ -305,6 +305,22 @@ fn a_kitchen_of_processes_finds_watches_hands_off_and_stops_locally() {
         401
     );
     running(hub.addr, "/devices/demo-hob-robot", "kx-1");
+    // While it runs: telemetry on its topic, heartbeats naming the execution and its step.
+    let (reading, _) = wait_until("a telemetry reading", || {
+        observer.find(|t, v| {
+            t == format!("cookwala/{KITCHEN}/telemetry/demo-hob-robot")
+                && s(v, "/data/taskId") == "kx-1"
+        })
+    });
+    assert_eq!(s(&reading, "/type"), "cookwala.telemetry.reading");
+    assert!(matches!(reading.pointer("/data/readings"), Some(Value::Array(r)) if !r.is_empty()));
+    wait_until("a heartbeat with the execution", || {
+        observer.find(|_, v| {
+            s(v, "/type") == "cookwala.device.heartbeat"
+                && s(v, "/data/x-executions/0/id") == "kx-1"
+                && !s(v, "/data/x-executions/0/node").is_empty()
+        })
+    });
 
     // SIGKILL mid-run: offline (the will), the hand-off on the bus.
     let killed = Instant::now();
@@ -435,7 +451,7 @@ fn publish_raw(port: u16, messages: &[(String, Vec<u8>)]) {
 #[test]
 fn spoofed_and_malformed_messages_on_the_bus_are_refused() {
     let Some((broker, bundle, dir)) = setup() else { return };
-    let hub = hub(&broker, &dir.path().join("hub"), &bundle);
+    let hub = hub(&broker, &dir.path().join("hub"));
     let hob =
         device(&broker.url(), "demo-hob-robot", &dir.path().join("hob"), &bundle, "127.0.0.1:0");
     let (genuine, _) = wait_until("the hob online", || {
@@ -563,7 +579,7 @@ impl Relay {
 #[test]
 fn a_silent_device_and_a_cut_connection_are_offline_until_they_are_back() {
     let Some((broker, bundle, dir)) = setup() else { return };
-    let hub = hub(&broker, &dir.path().join("hub"), &bundle);
+    let hub = hub(&broker, &dir.path().join("hub"));
     let relay = Relay::start(broker.port());
     let hob = device(
         &format!("mqtt://127.0.0.1:{}", relay.port),
