@@ -127,9 +127,8 @@ pub fn serve_args(args: DeviceArgs) -> Result<ServeArgs> {
     serve.recipes = args.recipes;
     serve.addr = args.addr;
     serve.data = Some(args.data);
-    serve.token = args
-        .token
-        .or_else(|| std::env::var(super::serve::DEVICE_TOKEN_ENV).ok().filter(|t| !t.is_empty()));
+    // `serve` reads $COOKWALA_DEVICE_TOKEN for a device process when no --token is given.
+    serve.token = args.token;
     serve.no_auth = args.no_auth;
     serve.speed = args.speed;
     serve.limits = args.limits;

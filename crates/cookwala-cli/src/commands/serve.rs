@@ -494,15 +494,15 @@ fn resolve_tokens(
     arg: Option<String>,
     file: Option<PathBuf>,
     data: &Path,
+    env: &str,
 ) -> Result<(Tokens, String)> {
-    let extra = arg
-        .filter(|t| !t.is_empty())
-        .or_else(|| std::env::var(TOKEN_ENV).ok().filter(|t| !t.is_empty()));
+    let extra =
+        arg.filter(|t| !t.is_empty()).or_else(|| std::env::var(env).ok().filter(|t| !t.is_empty()));
     if let Some(t) = &extra
         && !cookwala_hub::auth::acceptable_token(t)
     {
         bail!(
-            "--token / {TOKEN_ENV} needs at least {} non-space characters and no space at either \
+            "--token / {env} needs at least {} non-space characters and no space at either \
              end; use a longer one",
             cookwala_hub::auth::MIN_TOKEN_LEN
         );
@@ -556,7 +556,7 @@ fn resolve_tokens(
         if tokens.find(t).is_none() {
             tokens.push(entry);
         }
-        note.push_str(&format!("\n  plus an owner token from --token / {TOKEN_ENV}"));
+        note.push_str(&format!("\n  plus an owner token from --token / {env}"));
     }
     Ok((tokens, note))
 }
@@ -797,10 +797,12 @@ pub fn run(args: ServeArgs) -> Result<bool> {
         None => default_data_dir()?,
     };
     create_private_dir(&data)?;
-    let (tokens, mut token_note) = resolve_tokens(args.token, args.tokens, &data)?;
+    // A device process's owner token is the kitchen's device token.
+    let env = if args.device_process.is_some() { DEVICE_TOKEN_ENV } else { TOKEN_ENV };
+    let (tokens, mut token_note) = resolve_tokens(args.token, args.tokens, &data, env)?;
     if tokens.is_empty() && !args.no_auth {
         bail!(
-            "no token: the tokens file holds none and neither --token nor {TOKEN_ENV} gives one, \
+            "no token: the tokens file holds none and neither --token nor {env} gives one, \
              so this hub would accept every request. Add an entry to the tokens file (e.g. \
              {{\"name\": \"owner\", \"role\": \"owner\", \"token\": \"<16+ characters>\"}}), pass \
              --token, or pass --no-auth (loopback only) for local development"
