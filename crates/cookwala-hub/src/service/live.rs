@@ -293,7 +293,10 @@ pub(crate) fn lock_free(slots: Vec<(String, Slot)>, dt_ms: u64) -> Vec<(String, 
         match slot.run.clone().try_lock_owned() {
             Ok(guard) => {
                 let owed = slot.owed_ms.swap(0, Ordering::AcqRel);
-                if !guard.gone && !guard.sim.is_final() {
+                // A stored run still here once final is one whose final commit failed (every
+                // change that ends a run removes it after its commit): the step commits its
+                // final status again and removes it, or the device would stay busy.
+                if !guard.gone && (!guard.sim.is_final() || slot.stored) {
                     out.push((id, guard, dt_ms.saturating_add(owed)));
                 }
             }

@@ -635,7 +635,8 @@ impl Hub {
                 events.extend(run.advance(step));
                 left -= step;
             }
-            if run.seq() != before {
+            // A run already final (its final commit failed earlier) is written again.
+            if run.seq() != before || run.is_final() {
                 commit.absorb(self.change(&id, &run, prev, &events, incidents));
                 held.push((id, run));
             }

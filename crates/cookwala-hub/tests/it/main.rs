@@ -22,6 +22,7 @@ mod samples;
 mod schemathesis;
 mod smoke;
 mod storage;
+mod storage_faults;
 mod support;
 mod tools;
 mod ws;
