@@ -6,17 +6,33 @@ use canonical_json::Value;
 /// `url` as an error message or a log line may show it: a password in its authority and its
 /// query (where signatures and tokens travel) replaced by `***`.
 pub fn redact_url(url: &str) -> String {
+    redact_url_with(url, "***")
+}
+
+/// [`redact_url`] with `hidden` in place of what is hidden.
+///
+/// The user information ends at the *last* `@` (a password may hold `/`, `?` or `@`; a path
+/// holding `@` is rare, and then too much is hidden, never too little); the host ends at the
+/// first `/`, `?` or `#` after it.
+pub fn redact_url_with(url: &str, hidden: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let (authority, path) = rest.find(['/', '?']).map_or((rest, ""), |i| rest.split_at(i));
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{user}:***@{host}")
-        }
-        None => authority.to_owned(),
+    let (user, after) = match rest.rsplit_once('@') {
+        Some((u, a)) => (Some(u), a),
+        None => (None, rest),
     };
-    let path = path.split_once('?').map_or_else(|| path.to_owned(), |(p, _)| format!("{p}?***"));
-    format!("{scheme}://{authority}{path}")
+    let (host, tail) = after.find(['/', '?', '#']).map_or((after, ""), |i| after.split_at(i));
+    let user = match user {
+        Some(u) => match u.split_once(':') {
+            Some((name, _)) => format!("{name}:{hidden}@"),
+            None => format!("{u}@"),
+        },
+        None => String::new(),
+    };
+    let tail = match tail.split_once(['?', '#']) {
+        Some((p, _)) => format!("{p}?{hidden}"),
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{user}{host}{tail}")
 }
 
 /// Top-level fields that would identify a person.
@@ -114,5 +130,11 @@ mod url_tests {
         assert_eq!(redact_url("https://h/x"), "https://h/x");
         assert_eq!(redact_url("https://h?t=1"), "https://h?***");
         assert_eq!(redact_url("not a url"), "not a url");
+        // A password holding `/`, `?` or `@` is hidden whole.
+        assert_eq!(redact_url("mqtt://hub:ab/cd@broker"), "mqtt://hub:***@broker");
+        assert_eq!(redact_url("mqtt://hub:ab?cd@broker:1883/"), "mqtt://hub:***@broker:1883/");
+        assert_eq!(redact_url("postgres://u:a@b@db/x"), "postgres://u:***@db/x");
+        assert_eq!(redact_url("https://h#frag"), "https://h?***");
+        assert_eq!(redact_url("mqtt://hub@broker"), "mqtt://hub@broker");
     }
 }

@@ -219,23 +219,7 @@ fn redact(key: &str, text: &str) -> String {
     if SECRET.contains(&key) {
         return HIDDEN.to_owned();
     }
-    let Some((scheme, rest)) = text.split_once("://") else { return text.to_owned() };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) => match user.split_once(':') {
-            Some((name, _)) => format!("{name}:{HIDDEN}@{host}"),
-            None => format!("{user}@{host}"),
-        },
-        None => authority.to_owned(),
-    };
-    let path = match path.split_once('?') {
-        Some((p, _)) => format!("{p}?{HIDDEN}"),
-        None => path.to_owned(),
-    };
-    format!("{scheme}://{authority}{path}")
+    cookwala_hub::privacy::redact_url_with(text, HIDDEN)
 }
 
 #[cfg(test)]

@@ -285,14 +285,16 @@ async fn deliver(
         if attempts == 1 {
             crate::clock::note(format_args!(
                 "cookwala-hub: webhook {}: event {} not delivered ({why}); retrying",
-                hook.url, event.id
+                crate::privacy::redact_url(&hook.url),
+                event.id
             ));
         }
         if since.elapsed() >= policy.give_up_after {
             crate::clock::note(format_args!(
                 "cookwala-hub: webhook {}: gave up on event {} after {attempts} attempts \
                  ({why}); dead-lettered, moving on",
-                hook.url, event.id
+                crate::privacy::redact_url(&hook.url),
+                event.id
             ));
             return Some(DeadLetter {
                 position: event.position,
