@@ -710,11 +710,16 @@ impl Hub {
         self.inner.live.stored()
     }
 
-    /// Every live execution with its device and current status.
+    /// Every live execution with its device and current status. Each run is locked, read and
+    /// released in turn (a reader needs no snapshot across runs, and holding one run while
+    /// waiting for the next would make a stop on the first wait for the second's commit).
     pub(crate) async fn live_statuses(&self) -> Vec<(String, String, Value)> {
         let mut out = Vec::new();
-        for (id, run) in lock_live(self.inner.live.slots()).await {
-            out.push((id, run.device.clone(), run.status()));
+        for (id, slot) in self.inner.live.slots() {
+            let run = slot.run.lock().await;
+            if !run.gone && !run.is_final() {
+                out.push((id, run.device.clone(), run.status()));
+            }
         }
         out
     }
