@@ -201,13 +201,19 @@ fn effective(matches: &clap::ArgMatches) -> String {
     out
 }
 
-/// An argument's text as a TOML value: a number when it reads as one, else a string.
+/// An argument's text as a TOML value: a number when it reads as one and prints back the same
+/// (so `kitchen = "007"` stays a string: read back as 7 it would name another kitchen), else
+/// a string.
 fn typed(text: &str) -> toml::Value {
-    if let Ok(i) = text.parse::<i64>() {
+    if let Ok(i) = text.parse::<i64>()
+        && i.to_string() == text
+    {
         return toml::Value::Integer(i);
     }
     match text.parse::<f64>() {
-        Ok(f) if f.is_finite() && text.contains('.') => toml::Value::Float(f),
+        Ok(f) if f.is_finite() && text.contains('.') && f.to_string() == text => {
+            toml::Value::Float(f)
+        }
         _ => toml::Value::String(text.to_owned()),
     }
 }
@@ -242,5 +248,15 @@ mod tests {
         assert_eq!(typed("60"), toml::Value::Integer(60));
         assert_eq!(typed("2.5"), toml::Value::Float(2.5));
         assert_eq!(typed("127.0.0.1:7878"), toml::Value::String("127.0.0.1:7878".into()));
+        // Text that would read back as another value stays text.
+        assert_eq!(typed("007"), toml::Value::String("007".into()));
+        assert_eq!(typed("1.50"), toml::Value::String("1.50".into()));
+        assert_eq!(typed("+5"), toml::Value::String("+5".into()));
+    }
+
+    #[test]
+    fn a_password_with_a_slash_or_a_query_without_a_path_is_redacted() {
+        assert_eq!(redact("mqtt", "mqtt://hub:ab/cd@broker"), "mqtt://hub:<redacted>@broker");
+        assert_eq!(redact("webhook", "https://h?token=x"), "https://h?<redacted>");
     }
 }
