@@ -155,10 +155,8 @@ async fn forward(hub: &Hub, device: &str, kind: Route, req: Request) -> Result<R
         res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return Err(res);
     }
-    let path_and_query = match parts.uri.query() {
-        Some(q) => format!("{}?{q}", encode_path(parts.uri.path())),
-        None => encode_path(parts.uri.path()),
-    };
+    // The target as the client sent it (below the prefix): it was a valid request target then.
+    let path_and_query = parts.uri.path_and_query().map_or("/", |p| p.as_str()).to_owned();
     let reply = hub
         .call_device(device, parts.method.clone(), &path_and_query, out, body)
         .await
@@ -193,32 +191,6 @@ async fn forward(hub: &Hub, device: &str, kind: Route, req: Request) -> Result<R
     Ok(res)
 }
 
-/// The path with each segment percent-encoded again (axum hands it on decoded-safe as sent,
-/// but a segment may hold bytes a request line cannot).
-fn encode_path(path: &str) -> String {
-    path.split('/').map(|s| percent_segment(&percent_decode(s))).collect::<Vec<_>>().join("/")
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-        match (b, hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(v)) => {
-                out.push(v);
-                i += 3;
-            }
-            _ => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,12 +206,5 @@ mod tests {
         assert_eq!(route(&Method::GET, "/v1/tools/validate"), None);
         assert_eq!(route(&Method::DELETE, "/v1/executions/e1"), None);
         assert_eq!(route(&Method::GET, "/v1/executions/e1/log/x"), None);
-    }
-
-    #[test]
-    fn paths_are_encoded_again() {
-        assert_eq!(encode_path("/v1/executions/a%20b"), "/v1/executions/a%20b");
-        assert_eq!(encode_path("/v1/executions/x:1"), "/v1/executions/x:1");
-        assert_eq!(encode_path("/v1/executions/%zz"), "/v1/executions/%25zz");
     }
 }

@@ -552,11 +552,17 @@ pub fn handoff_proposed(l: &Lost<'_>) -> Value {
     }
     step.insert("hazards".into(), Value::Array(a.hazards.clone()));
     data.insert("step".into(), Value::Object(step));
+    lost_event(l, kitchen::HANDOFF_PROPOSED, &a.id, data)
+}
+
+/// The hub's event about a lost device's execution: safety priority, its id the execution,
+/// the type and the lost instance (one per loss, however often it is written).
+fn lost_event(l: &Lost<'_>, ty: &str, subject: &str, data: Map) -> Value {
     let e = envelope(
         Attrs {
-            ty: kitchen::HANDOFF_PROPOSED,
+            ty,
             source: HUB_SOURCE.to_owned(),
-            subject: &a.id,
+            subject,
             seq: None,
             time: cookwala_sim::rfc3339_ms(l.now_ms),
             priority: "safety",
@@ -564,7 +570,8 @@ pub fn handoff_proposed(l: &Lost<'_>) -> Value {
         },
         Value::Object(data),
     );
-    with_id(e, format!("{}/handoff.proposed/{}", a.id, l.instance))
+    let name = ty.strip_prefix("cookwala.").unwrap_or(ty);
+    with_id(e, format!("{}/{name}/{}", l.active.id, l.instance))
 }
 
 /// The `cookwala.notify.request` (subject `household`, so topic `notify/household`) that
@@ -591,19 +598,7 @@ pub fn notify_lost(l: &Lost<'_>) -> Value {
     );
     data.insert("message".into(), Value::Object(msg));
     data.insert("relatesTo".into(), a.id.as_str().into());
-    let e = envelope(
-        Attrs {
-            ty: kitchen::NOTIFY_REQUEST,
-            source: HUB_SOURCE.to_owned(),
-            subject: "household",
-            seq: None,
-            time: cookwala_sim::rfc3339_ms(l.now_ms),
-            priority: "safety",
-            latency: "interactive",
-        },
-        Value::Object(data),
-    );
-    with_id(e, format!("{}/notify.request/{}", a.id, l.instance))
+    lost_event(l, kitchen::NOTIFY_REQUEST, "household", data)
 }
 
 /// A `cookwala.recall.published` for a Recall document: `subject` the recall id, `time` its
