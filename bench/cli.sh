@@ -7,6 +7,9 @@
 #   batch:  `cookwala dry-run --batch` of 5,344 inline lines (the 32 bundle cases x 167, each
 #           line a recipe, capabilities and limits inline)
 #           vs `py_dryrun.py batch` (json.loads + cookwala_samples.simulator.dry_run per line)
+#   distinct: the same, on 19,980 lines whose every document is distinct (nothing to reuse):
+#           the standard's dryrun vectors, 40 generated recipes on each bundle device and the
+#           bundle's pairs, written as Python's json.dumps writes them (\uXXXX escapes)
 #
 # Outputs are compared byte for byte before anything is timed. Reported: the median wall time
 # and the median CPU time (user + sys, steadier on a shared machine) of RUNS runs. Numbers only;
@@ -38,6 +41,14 @@ if [[ ! -f "$WORK/batch.ndjson" ]]; then
     "$PY" "$ROOT/bench/py_dryrun.py" make-batch "$WORK/batch.ndjson" 167
 fi
 
+if [[ ! -f "$WORK/distinct.ndjson" ]]; then
+    log "writing the distinct-documents batch"
+    rm -rf "$WORK/gen"
+    "$ROOT/target/release/cw-bench" gen "$WORK/gen" --count 40 --base-nodes 2 --step-nodes 1 >/dev/null
+    "$PY" "$ROOT/bench/py_dryrun.py" make-distinct "$WORK/distinct.ndjson" 19980 \
+        "$ROOT/../shared/standards/cookwala/conformance/dryrun.json" "$WORK/gen"
+fi
+
 log "checking that both sides print the same bytes"
 "$CW" canon "$WORK/big/gen-0000.json" >"$WORK/canon.ours"
 "$PY" "$ROOT/bench/py_jcs.py" canon "$WORK/big/gen-0000.json" >"$WORK/canon.python"
@@ -45,6 +56,9 @@ cmp -s "$WORK/canon.ours" "$WORK/canon.python" || die "canon outputs differ ($WO
 "$CW" dry-run --batch "$WORK/batch.ndjson" >"$WORK/batch.ours" || true
 "$PY" "$ROOT/bench/py_dryrun.py" batch "$WORK/batch.ndjson" >"$WORK/batch.python"
 cmp -s "$WORK/batch.ours" "$WORK/batch.python" || die "dry-run batch outputs differ ($WORK/batch.*)"
+"$CW" dry-run --batch "$WORK/distinct.ndjson" >"$WORK/distinct.ours" || true
+"$PY" "$ROOT/bench/py_dryrun.py" batch "$WORK/distinct.ndjson" >"$WORK/distinct.python"
+cmp -s "$WORK/distinct.ours" "$WORK/distinct.python" || die "distinct batch outputs differ ($WORK/distinct.*)"
 
 log "timing ($RUNS runs each)"
 "$PY" - "$RUNS" "$WORK" "$CW" "$PY" "$ROOT/bench" <<'EOF'
@@ -52,10 +66,13 @@ import os, subprocess, sys, time
 
 runs, work, cw, py, bench = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 big, batch = f'{work}/big/gen-0000.json', f'{work}/batch.ndjson'
+distinct = f'{work}/distinct.ndjson'
 cases = [
     ('canon 25 MB document', [cw, 'canon', big], [py, f'{bench}/py_jcs.py', 'canon', big], 50),
     ('dry-run --batch 5,344 lines', [cw, 'dry-run', '--batch', batch],
      [py, f'{bench}/py_dryrun.py', 'batch', batch], 4),
+    ('dry-run --batch 19,980 distinct', [cw, 'dry-run', '--batch', distinct],
+     [py, f'{bench}/py_dryrun.py', 'batch', distinct], 4),
 ]
 
 def once(cmd):

@@ -8,6 +8,12 @@ Usage:
                                              # JSON records shaped like cw-bench's
   py_dryrun.py make-batch OUT.ndjson REPEAT  # the 32 cases inline (recipe, capabilities,
                                              # limits, ...), REPEAT times: a batch for both sides
+  py_dryrun.py make-distinct OUT.ndjson LINES STANDARD.json GENDIR
+                                             # LINES cases, every document distinct: the
+                                             # standard's dryrun vectors, GENDIR's generated
+                                             # recipes on each bundle device and the bundle's
+                                             # pairs, in turn, each recipe and device given its
+                                             # own id; written as json.dumps writes (ASCII)
   py_dryrun.py batch FILE.ndjson             # what `cookwala dry-run --batch` does, upstream:
                                              # json.loads + dry_run per line, one summary line out
 
@@ -40,6 +46,34 @@ def make_batch(out, repeat):
                 fh.write(line + '\n')
 
 
+def make_distinct(out, lines, standard, gendir):
+    import glob
+    b = load_bundle()
+    cases = []
+    with open(standard) as fh:
+        for c in json.load(fh):
+            case = dict(c['input'])
+            case.setdefault('now', b['now'])
+            cases.append(case)
+    for path in sorted(glob.glob(os.path.join(gendir, '*.json'))):
+        with open(path) as fh:
+            recipe = json.load(fh)
+        for device in b['devices'].values():
+            cases.append({'recipe': recipe, 'capabilities': device, 'limits': b['safetyLimits'],
+                          'humanPresent': True, 'allowModel': True, 'now': b['now']})
+    for e in b['expected']['dryRuns']:
+        cases.append({'recipe': b['recipes'][e['recipe']], 'capabilities': b['devices'][e['device']],
+                      'limits': b['safetyLimits'], 'humanPresent': e['humanPresent'], 'allowModel': True,
+                      'now': b['now']})
+    texts = [json.dumps(c) for c in cases]
+    with open(out, 'w') as fh:
+        for n in range(lines):
+            case = json.loads(texts[n % len(texts)])
+            case['recipe']['id'] = f'case-{n}'
+            case['capabilities']['id'] = f'device-{n}'
+            fh.write(json.dumps(case) + '\n')
+
+
 def batch(path):
     out = sys.stdout
     with open(path, 'rb') as fh:
@@ -57,8 +91,11 @@ def batch(path):
 
 
 def main(argv):
-    if not argv or argv[0] not in ('bundle-path', 'run', 'make-batch', 'batch'):
+    if not argv or argv[0] not in ('bundle-path', 'run', 'make-batch', 'make-distinct', 'batch'):
         sys.exit(__doc__)
+    if argv[0] == 'make-distinct':
+        make_distinct(argv[1], int(argv[2]), argv[3], argv[4])
+        return
     if argv[0] == 'make-batch':
         make_batch(argv[1], int(argv[2]))
         return

@@ -12,7 +12,7 @@
 //!   the last one silently), lone surrogates, trailing data, non-finite numbers, and nesting or
 //!   size beyond [`Limits`]; errors carry a byte offset. Integers and floats stay apart, and
 //!   integers of any size stay exact. [`parse_prefix`] reads the value at the start of a larger
-//!   text. The parser is built for speed without giving up any of that: the input is checked
+//!   text ([`parse_prefix_text`] when that text is known to be UTF-8). The parser is built for speed without giving up any of that: the input is checked
 //!   as UTF-8 once and strings are slices of it, plain string bytes are skipped eight at a time,
 //!   one map search both finds a duplicate key and inserts, numbers are folded while scanned.
 //! - [`skim`]: the parser's checks without building anything, keeping the raw text of a few
@@ -35,7 +35,8 @@ pub mod digest;
 
 pub use parse::{
     CanonicalizeError, DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, Limits, ParseError, ParseErrorKind,
-    Wanted, canonicalize, canonicalize_into, parse, parse_prefix, parse_with, skim, skim_text,
+    Wanted, canonicalize, canonicalize_into, canonicalize_into_split, parse, parse_prefix,
+    parse_prefix_text, parse_with, skim, skim_prefix_text, skim_text,
 };
 pub use value::{BigDecimalText, Finite, Integer, Map, Number, Value};
 pub use write::{

@@ -10,7 +10,7 @@ use crate::write::{WriteError, to_jcs};
 pub(crate) mod jcs;
 mod skim;
 
-pub use skim::{Wanted, skim, skim_text};
+pub use skim::{Wanted, skim, skim_prefix_text, skim_text};
 
 /// Limits applied while parsing untrusted input.
 #[derive(Clone, Copy, Debug)]
@@ -141,17 +141,24 @@ pub fn parse_with(input: &[u8], limits: Limits) -> Result<Value, ParseError> {
 /// # Errors
 /// As [`parse_with`], except that trailing data is not an error.
 pub fn parse_prefix(input: &[u8], limits: Limits) -> Result<(Value, usize), ParseError> {
+    // The value's extent is unknown: each string checks its own bytes.
+    prefix(input, None, limits)
+}
+
+/// [`parse_prefix`] of text already known to be UTF-8 (a batch line checked once as a whole):
+/// strings are slices of it, with no check of their own.
+///
+/// # Errors
+/// As [`parse_prefix`].
+pub fn parse_prefix_text(input: &str, limits: Limits) -> Result<(Value, usize), ParseError> {
+    prefix(input.as_bytes(), Some(input), limits)
+}
+
+fn prefix(input: &[u8], text: Option<&str>, limits: Limits) -> Result<(Value, usize), ParseError> {
     if input.len() > limits.max_bytes {
         return Err(ParseError { kind: ParseErrorKind::TooLarge(limits.max_bytes), offset: 0 });
     }
-    let mut parser = Parser {
-        input,
-        // The value's extent is unknown: each string checks its own bytes.
-        text: None,
-        pos: 0,
-        max_depth: limits.max_depth,
-        items: Vec::new(),
-    };
+    let mut parser = Parser { input, text, pos: 0, max_depth: limits.max_depth, items: Vec::new() };
     parser.skip_ws();
     let value = parser.value(0)?;
     Ok((value, parser.pos))
@@ -218,6 +225,49 @@ pub fn canonicalize_into(
     Ok(out.get_mut(..bytes.len()).map(|slots| {
         slots.copy_from_slice(&bytes);
         bytes.len()
+    }))
+}
+
+/// [`canonicalize_into`] on up to `jobs` threads, for large documents: `Ok(Some(ranges))` when
+/// the RFC 8785 bytes are `out[r]` for each range in turn (the parts are written where each
+/// thread wrote them, never copied together), `Ok(None)` when they do not fit.
+///
+/// The threads start at guessed element starts of a long array and only a guess the pass
+/// confirms is used (see `parse/jcs/split.rs`), so the bytes and the errors are those of
+/// [`canonicalize`] for any `jobs`. Below 1 MiB, with `jobs` under 2 or an `out` shorter than
+/// `input`, one thread does it all.
+///
+/// # Errors
+/// What [`parse_with`] or [`to_jcs`] would report.
+pub fn canonicalize_into_split(
+    input: &[u8],
+    limits: Limits,
+    out: &mut [u8],
+    jobs: usize,
+) -> Result<Option<Vec<std::ops::Range<usize>>>, CanonicalizeError> {
+    split_into(input, limits, out, jobs, jcs::split::MIN_SPLIT_BYTES)
+}
+
+/// [`canonicalize_into_split`] that splits documents of `min_bytes` or more (tests split small
+/// ones).
+fn split_into(
+    input: &[u8],
+    limits: Limits,
+    out: &mut [u8],
+    jobs: usize,
+    min_bytes: usize,
+) -> Result<Option<Vec<std::ops::Range<usize>>>, CanonicalizeError> {
+    if input.len() <= limits.max_bytes
+        && let Some(text) = crate::scan::utf8(input)
+        && let Ok(ranges) = jcs::split::write(text, limits, out, jobs, min_bytes)
+    {
+        return Ok(ranges);
+    }
+    let value = parse_with(input, limits).map_err(CanonicalizeError::Parse)?;
+    let bytes = to_jcs(&value).map_err(CanonicalizeError::Write)?;
+    Ok(out.get_mut(..bytes.len()).map(|slots| {
+        slots.copy_from_slice(&bytes);
+        std::iter::once(0..bytes.len()).collect()
     }))
 }
 
@@ -394,15 +444,16 @@ impl<'a> Parser<'a> {
         let Some(digits) = self.input.get(self.pos..self.pos + 4) else {
             return Err(self.error(ParseErrorKind::InvalidEscape));
         };
+        // Four table lookups and one check: a byte that is not a hex digit maps to 0xFF.
         let mut unit = 0u16;
+        let mut bad = 0u8;
         for &d in digits {
-            let nibble = match d {
-                b'0'..=b'9' => d - b'0',
-                b'a'..=b'f' => d - b'a' + 10,
-                b'A'..=b'F' => d - b'A' + 10,
-                _ => return Err(self.error(ParseErrorKind::InvalidEscape)),
-            };
-            unit = (unit << 4) | u16::from(nibble);
+            let nibble = HEX_DIGIT[usize::from(d)];
+            bad |= nibble;
+            unit = (unit << 4) | u16::from(nibble & 0x0F);
+        }
+        if bad & 0xF0 != 0 {
+            return Err(self.error(ParseErrorKind::InvalidEscape));
         }
         self.pos += 4;
         Ok(unit)
@@ -640,6 +691,23 @@ impl<'a> Parser<'a> {
             .map_err(|_| ParseError { kind: ParseErrorKind::InvalidNumber, offset: start })
     }
 }
+
+/// The value of each hex digit byte; 0xFF for every other byte.
+static HEX_DIGIT: [u8; 256] = {
+    let mut table = [0xFF; 256];
+    let mut i = 0;
+    while i < 10 {
+        table[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        table[b'a' as usize + i] = 10 + i as u8;
+        table[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// Clinger's fast path: `mantissa × 10^exponent` is correctly rounded by one IEEE operation
 /// when the mantissa is exact and below 2^53 and |exponent| ≤ 22 (10^22 is exact in a double).

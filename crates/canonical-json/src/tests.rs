@@ -248,8 +248,8 @@ impl crate::parse::jcs::Out for Counting {
     fn truncate(&mut self, len: usize) {
         self.bytes.truncate(len);
     }
-    fn tail(&self, start: usize) -> &[u8] {
-        self.bytes.get(start..).unwrap_or_default()
+    fn tail_into(&self, start: usize, dst: &mut Vec<u8>) {
+        dst.extend_from_slice(self.bytes.get(start..).unwrap_or_default());
     }
 }
 

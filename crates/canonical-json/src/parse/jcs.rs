@@ -14,6 +14,8 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
+pub(crate) mod split;
+
 use super::{Limits, Parser};
 use crate::value::{Integer, Number, Value};
 use crate::write::{MAX_SAFE_INTEGER, MAX_WRITE_DEPTH, jcs_number, jcs_string, utf16_order};
@@ -29,12 +31,20 @@ pub(crate) trait Out {
     fn push(&mut self, byte: u8);
     fn extend(&mut self, bytes: &[u8]);
     fn truncate(&mut self, len: usize);
-    /// The bytes written from `start` on.
-    fn tail(&self, start: usize) -> &[u8];
+    /// Appends the bytes written from `start` on to `dst`.
+    fn tail_into(&self, start: usize, dst: &mut Vec<u8>);
     /// Writes `input[start..end]`.
     fn copy(&mut self, input: &[u8], start: usize, end: usize) {
         self.extend(input.get(start..end).unwrap_or_default());
     }
+    /// At the start of an array element at `pos` (the array at `depth`): the offset where the
+    /// pass goes on when the elements from `pos` on were written by another thread (see
+    /// `split`), which this output then holds.
+    fn adopt(&mut self, _pos: usize, _depth: usize, _max_depth: usize) -> Option<usize> {
+        None
+    }
+    /// Entering an array (at `depth`) whose first element starts at `first`.
+    fn enter_array(&mut self, _first: usize, _depth: usize) {}
 }
 
 impl Out for Vec<u8> {
@@ -50,8 +60,8 @@ impl Out for Vec<u8> {
     fn truncate(&mut self, len: usize) {
         Vec::truncate(self, len);
     }
-    fn tail(&self, start: usize) -> &[u8] {
-        self.get(start..).unwrap_or_default()
+    fn tail_into(&self, start: usize, dst: &mut Vec<u8>) {
+        dst.extend_from_slice(self.get(start..).unwrap_or_default());
     }
 }
 
@@ -70,11 +80,17 @@ impl<T: Out> Out for &mut T {
     fn truncate(&mut self, len: usize) {
         T::truncate(self, len);
     }
-    fn tail(&self, start: usize) -> &[u8] {
-        T::tail(self, start)
+    fn tail_into(&self, start: usize, dst: &mut Vec<u8>) {
+        T::tail_into(self, start, dst);
     }
     fn copy(&mut self, input: &[u8], start: usize, end: usize) {
         T::copy(self, input, start, end);
+    }
+    fn adopt(&mut self, pos: usize, depth: usize, max_depth: usize) -> Option<usize> {
+        T::adopt(self, pos, depth, max_depth)
+    }
+    fn enter_array(&mut self, first: usize, depth: usize) {
+        T::enter_array(self, first, depth);
     }
 }
 
@@ -112,8 +128,8 @@ impl Out for Fixed<'_> {
     fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
-    fn tail(&self, start: usize) -> &[u8] {
-        self.buf.get(start..self.len).unwrap_or_default()
+    fn tail_into(&self, start: usize, dst: &mut Vec<u8>) {
+        dst.extend_from_slice(self.buf.get(start..self.len).unwrap_or_default());
     }
     /// Short runs (most strings and numbers) are copied as one 16-byte move where both
     /// buffers have room: the bytes past `end` land beyond `len`, where the next write goes.
@@ -159,6 +175,9 @@ struct Canon<'a, O> {
     piece: Vec<u8>,
     /// Bytes reorders may still move: see the module comment.
     reorder_budget: usize,
+    /// The deepest container entered (a worker of [`split`] reports it: its depth counts
+    /// from the array it starts in).
+    deepest: usize,
 }
 
 /// The JCS bytes of `input` if it is valid and JCS can write it; `Err(GiveUp)` otherwise.
@@ -182,33 +201,42 @@ pub(crate) fn write_jcs_bytes<O: Out>(input: &[u8], limits: Limits, out: O) -> R
         return Err(GiveUp);
     }
     let text = crate::scan::utf8(input).ok_or(GiveUp)?;
-    let mut canon = Canon {
-        parser: Parser {
-            input,
-            text: Some(text),
-            pos: 0,
-            max_depth: limits.max_depth,
-            items: Vec::new(),
-        },
-        // The writer refuses nesting at MAX_WRITE_DEPTH; stay well inside both limits.
-        max_depth: limits.max_depth.min(MAX_WRITE_DEPTH - 1),
-        out,
-        members: Vec::new(),
-        scratch: Vec::new(),
-        order: Vec::new(),
-        piece: Vec::new(),
-        reorder_budget: reorder_budget(input.len()),
-    };
-    canon.parser.skip_ws();
-    canon.value(0)?;
-    canon.parser.skip_ws();
-    if canon.parser.pos != input.len() {
-        return Err(GiveUp);
-    }
-    Ok(canon.out)
+    Canon::new(text, limits, out, reorder_budget(input.len())).document()
 }
 
 impl<'a, O: Out> Canon<'a, O> {
+    fn new(text: &'a str, limits: Limits, out: O, reorder_budget: usize) -> Canon<'a, O> {
+        Canon {
+            parser: Parser {
+                input: text.as_bytes(),
+                text: Some(text),
+                pos: 0,
+                max_depth: limits.max_depth,
+                items: Vec::new(),
+            },
+            // The writer refuses nesting at MAX_WRITE_DEPTH; stay well inside both limits.
+            max_depth: limits.max_depth.min(MAX_WRITE_DEPTH - 1),
+            out,
+            members: Vec::new(),
+            scratch: Vec::new(),
+            order: Vec::new(),
+            piece: Vec::new(),
+            reorder_budget,
+            deepest: 0,
+        }
+    }
+
+    /// The whole input as one document.
+    fn document(mut self) -> Result<O, GiveUp> {
+        self.parser.skip_ws();
+        self.value(0)?;
+        self.parser.skip_ws();
+        if self.parser.pos != self.parser.input.len() {
+            return Err(GiveUp);
+        }
+        Ok(self.out)
+    }
+
     fn value(&mut self, depth: usize) -> Result<(), GiveUp> {
         match self.parser.peek() {
             Some(b'{') => self.object(depth + 1),
@@ -334,6 +362,7 @@ impl<'a, O: Out> Canon<'a, O> {
         if depth > self.max_depth {
             return Err(GiveUp);
         }
+        self.deepest = self.deepest.max(depth);
         self.parser.pos += 1;
         self.out.push(b'[');
         self.parser.skip_ws();
@@ -342,10 +371,20 @@ impl<'a, O: Out> Canon<'a, O> {
             self.out.push(b']');
             return Ok(());
         }
+        self.out.enter_array(self.parser.pos, depth);
         loop {
             self.parser.skip_ws();
-            self.value(depth)?;
-            self.parser.skip_ws();
+            // Elements another thread wrote from here (see `split`): the pass goes on after
+            // them, at the array's `]` or at the start of an element after a comma.
+            let mut adopted = false;
+            while let Some(end) = self.out.adopt(self.parser.pos, depth, self.max_depth) {
+                self.parser.pos = end;
+                adopted = true;
+            }
+            if !(adopted && self.parser.peek() == Some(b']')) {
+                self.value(depth)?;
+                self.parser.skip_ws();
+            }
             match self.parser.peek() {
                 Some(b',') => {
                     self.parser.pos += 1;
@@ -365,6 +404,7 @@ impl<'a, O: Out> Canon<'a, O> {
         if depth > self.max_depth {
             return Err(GiveUp);
         }
+        self.deepest = self.deepest.max(depth);
         self.parser.pos += 1;
         self.out.push(b'{');
         self.parser.skip_ws();
@@ -435,7 +475,7 @@ impl<'a, O: Out> Canon<'a, O> {
         let moved = self.out.len() - begin;
         self.reorder_budget = self.reorder_budget.checked_sub(moved).ok_or(GiveUp)?;
         self.scratch.clear();
-        self.scratch.extend_from_slice(self.out.tail(begin));
+        self.out.tail_into(begin, &mut self.scratch);
         self.out.truncate(begin);
         for (i, &m) in self.order.iter().enumerate() {
             if i > 0 {

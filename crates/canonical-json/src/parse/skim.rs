@@ -147,6 +147,31 @@ pub fn skim_text<'a>(
     wanted: &Wanted,
     found: &mut [Option<&'a [u8]>],
 ) -> Result<(), ParseError> {
+    walk(input, limits, wanted, found, false).map(drop)
+}
+
+/// [`skim_text`] of the one value at the start of `input` (after any whitespace), what
+/// [`super::parse_prefix_text`] would read: returns the offset just past it and leaves what
+/// follows alone (a member of a batch line, say).
+///
+/// # Errors
+/// Exactly the error [`super::parse_prefix_text`] reports for `input`.
+pub fn skim_prefix_text<'a>(
+    input: &'a str,
+    limits: Limits,
+    wanted: &Wanted,
+    found: &mut [Option<&'a [u8]>],
+) -> Result<usize, ParseError> {
+    walk(input, limits, wanted, found, true)
+}
+
+fn walk<'a>(
+    input: &'a str,
+    limits: Limits,
+    wanted: &Wanted,
+    found: &mut [Option<&'a [u8]>],
+    prefix: bool,
+) -> Result<usize, ParseError> {
     found.iter_mut().for_each(|f| *f = None);
     let bytes = input.as_bytes();
     if bytes.len() > limits.max_bytes {
@@ -166,30 +191,36 @@ pub fn skim_text<'a>(
         wanted,
         found,
     };
-    let walked = skimmer.document();
+    let walked = skimmer.document(prefix);
     let mut keys = std::mem::take(&mut skimmer.keys);
     keys.clear();
     KEYS.with(|cell| cell.replace(keys));
-    if walked.is_ok() {
-        return Ok(());
-    }
+    let walked = match walked {
+        Ok(()) => return Ok(skimmer.parser.pos),
+        Err(e) => e,
+    };
     skimmer.found.iter_mut().for_each(|f| *f = None);
     // The parser names the refusal (kind and offset); it refuses whatever the walk refused.
-    match parse_with(bytes, limits) {
+    let parsed = match prefix {
+        true => super::parse_prefix_text(input, limits).map(drop),
+        false => parse_with(bytes, limits).map(drop),
+    };
+    match parsed {
         Err(e) => Err(e),
-        Ok(_) => {
-            Err(walked.err().unwrap_or(ParseError { kind: ParseErrorKind::InvalidUtf8, offset: 0 }))
-        }
+        Ok(()) => Err(walked),
     }
 }
 
 impl<'a> Skimmer<'a, '_> {
-    fn document(&mut self) -> Result<(), ParseError> {
+    fn document(&mut self, prefix: bool) -> Result<(), ParseError> {
         self.parser.skip_ws();
         if self.parser.peek() == Some(b'{') {
             self.object(1, true)?;
         } else {
             self.value(0)?;
+        }
+        if prefix {
+            return Ok(());
         }
         self.parser.skip_ws();
         if self.parser.pos != self.parser.input.len() {

@@ -7,24 +7,29 @@
 //! `deviceId`, looked up in `--recipes DIR` / `--devices DIR`). Inline members win over the
 //! others, so a line written for the inline form reads as it always did.
 //!
-//! Batches repeat their documents, so nothing is parsed twice: a file or catalog document is
-//! parsed once, and an inline object or array of 256 bytes or more is parsed once per distinct
-//! text. A later line reuses the parsed value when its bytes at that place equal a text already
-//! parsed (compared in full; a fingerprint of the first 256 bytes only picks the candidates).
-//! That is exact: an object or array that parsed is a complete value, so a line holding the same
-//! bytes holds the same value there. Anything unusual about a line (a syntax error, a duplicate
-//! key, an oversized line) sends it through the plain path, a full parse of the line, whose
-//! errors are the ones reported.
+//! Batches repeat their documents, so nothing is parsed three times: a file or catalog document
+//! is parsed once, and an inline object or array of 256 bytes or more that comes a second time
+//! is kept (until the cache's budget is spent). A later line reuses the parsed value when its
+//! bytes at that place equal a text already parsed (compared in full; a fingerprint of the
+//! first 256 bytes only picks the candidates). That is exact: an object or array that parsed is
+//! a complete value, so a line holding the same bytes holds the same value there. Anything
+//! unusual about a line (a syntax error, a duplicate key, an oversized line) sends it through
+//! the plain path, a full parse of the line, whose errors are the ones reported.
+//!
+//! An inline recipe or capabilities document is checked whole but built only as far as the dry
+//! run reads it (see [`Part`]): a batch is mostly documents' text the dry run never looks at.
 
-use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, bail};
-use canonical_json::{DEFAULT_MAX_DEPTH, Limits, Map, Value, parse_prefix};
+use canonical_json::{
+    DEFAULT_MAX_DEPTH, Limits, Map, Value, Wanted, parse_prefix_text, skim_prefix_text,
+};
 use cookwala::dryrun::{self, LimitIndex, Options, PreparedDevice, PreparedRecipe};
 use cookwala::time::Instant;
 use cookwala::vocab::Vocabulary;
@@ -46,6 +51,11 @@ const FINGERPRINT_LEN: usize = 256;
 const CACHE_BUDGET: usize = 32 << 20;
 /// Distinct texts kept per fingerprint.
 const BUCKET_MAX: usize = 8;
+/// Hashes of texts seen once, kept at most (then forgotten all at once): a text is parsed into
+/// the cache only when it comes a second time, so a batch of distinct documents keeps nothing
+/// (it filled the budget with trees never found again: a third of its time went to faulting in
+/// that memory).
+const SEEN_MAX: usize = 1 << 16;
 
 /// Documents named by id: `--recipes DIR`, `--devices DIR`.
 #[derive(Debug, Default)]
@@ -111,53 +121,128 @@ pub struct Batch<'a> {
 
 /// An inline text parsed once.
 struct Parsed {
+    part: Part,
     text: Box<[u8]>,
     value: Arc<Value>,
+}
+
+/// What a member of a line is read as: the recipe and the capabilities document are checked
+/// whole but built only as far as the dry run reads them
+/// ([`cookwala::dryrun::RECIPE_MEMBERS_READ`], [`cookwala::dryrun::CAPABILITIES_MEMBERS_READ`]):
+/// most of a recipe (its dish, ingredients, texts) is never looked at, and building it was
+/// most of a batch's time.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Part {
+    Whole,
+    Recipe,
+    Capabilities,
+}
+
+impl Part {
+    fn of(key: &str) -> Part {
+        match key {
+            "recipe" => Part::Recipe,
+            "capabilities" => Part::Capabilities,
+            _ => Part::Whole,
+        }
+    }
 }
 
 /// Parsed inline objects and arrays, found again by their exact bytes.
 struct TextCache {
     buckets: HashMap<u64, Vec<Parsed>>,
+    /// Texts of [`FINGERPRINT_LEN`] bytes or more seen once and not kept, by a hash of all
+    /// their bytes (a collision only admits a text early).
+    seen: HashSet<u64>,
     bytes: usize,
     /// Source bytes kept at most (the run's budget shared out among its workers).
     budget: usize,
+    recipe_reads: Wanted,
+    capabilities_reads: Wanted,
 }
 
 impl TextCache {
     fn new(budget: usize) -> TextCache {
-        TextCache { buckets: HashMap::new(), bytes: 0, budget }
+        TextCache {
+            buckets: HashMap::new(),
+            seen: HashSet::new(),
+            bytes: 0,
+            budget,
+            recipe_reads: Wanted::new(dryrun::RECIPE_MEMBERS_READ),
+            capabilities_reads: Wanted::new(dryrun::CAPABILITIES_MEMBERS_READ),
+        }
     }
 
-    /// Reads the value at the start of `rest` (no leading whitespace): `(value, length)`, or
-    /// `None` when it is not valid there.
-    fn read(&mut self, rest: &[u8]) -> Option<(Arc<Value>, usize)> {
-        let fingerprint = match (rest.first(), rest.get(..FINGERPRINT_LEN)) {
+    /// Reads the value at the start of `rest` (no leading whitespace) as `part`:
+    /// `(value, length)`, or `None` when it is not valid there.
+    fn read(&mut self, rest: &str, part: Part) -> Option<(Arc<Value>, usize)> {
+        let bytes = rest.as_bytes();
+        let fingerprint = match (bytes.first(), bytes.get(..FINGERPRINT_LEN)) {
             (Some(b'{' | b'['), Some(head)) => {
                 let mut hasher = DefaultHasher::new();
-                head.hash(&mut hasher);
+                (part, head).hash(&mut hasher);
                 Some(hasher.finish())
             }
             _ => None,
         };
         if let Some(bucket) = fingerprint.and_then(|f| self.buckets.get(&f))
-            && let Some(hit) = bucket.iter().find(|p| rest.starts_with(&p.text))
+            && let Some(hit) = bucket.iter().find(|p| p.part == part && bytes.starts_with(&p.text))
         {
             return Some((Arc::clone(&hit.value), hit.text.len()));
         }
-        let (value, len) = parse_prefix(rest, MEMBER_LIMITS).ok()?;
+        let reads = match part {
+            Part::Whole => None,
+            Part::Recipe => Some(&self.recipe_reads),
+            Part::Capabilities => Some(&self.capabilities_reads),
+        };
+        let (value, len) = match reads {
+            Some(reads) if bytes.first() == Some(&b'{') => read_members(rest, reads)?,
+            _ => parse_prefix_text(rest, MEMBER_LIMITS).ok()?,
+        };
         let value = Arc::new(value);
         if let Some(fingerprint) = fingerprint
             && len >= FINGERPRINT_LEN
             && self.bytes + len <= self.budget
+            && self.second_sight(bytes.get(..len)?)
         {
             let bucket = self.buckets.entry(fingerprint).or_default();
             if bucket.len() < BUCKET_MAX {
-                bucket.push(Parsed { text: rest[..len].into(), value: Arc::clone(&value) });
+                let text = bytes.get(..len)?.into();
+                bucket.push(Parsed { part, text, value: Arc::clone(&value) });
                 self.bytes += len;
             }
         }
         Some((value, len))
     }
+
+    /// True when `text` was seen before (it is then worth keeping); otherwise it is noted.
+    fn second_sight(&mut self, text: &[u8]) -> bool {
+        let hash = foldhash::quality::FixedState::with_seed(0).hash_one(text);
+        if self.seen.remove(&hash) {
+            return true;
+        }
+        if self.seen.len() >= SEEN_MAX {
+            self.seen.clear();
+        }
+        self.seen.insert(hash);
+        false
+    }
+}
+
+/// The object at the start of `rest` checked whole (exactly what a full parse accepts), built
+/// with only its members named in `reads`: `(object, length)`.
+fn read_members(rest: &str, reads: &Wanted) -> Option<(Value, usize)> {
+    let mut found = vec![None; reads.names().len()];
+    let len = skim_prefix_text(rest, MEMBER_LIMITS, reads, &mut found).ok()?;
+    // A member's value sits one level below the object.
+    let limits = Limits { max_depth: MEMBER_LIMITS.max_depth - 1, ..MEMBER_LIMITS };
+    let mut object = Map::new();
+    for (name, raw) in reads.names().iter().zip(found) {
+        if let Some(raw) = raw {
+            object.insert(name.clone(), canonical_json::parse_with(raw, limits).ok()?);
+        }
+    }
+    Some((Value::Object(object), len))
 }
 
 fn skip_ws(line: &[u8], mut pos: usize) -> usize {
@@ -173,6 +258,8 @@ fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Arc<Value>
     if line.len() > MAX_INPUT_BYTES {
         return None;
     }
+    // Checked as UTF-8 once, here, rather than string by string as each member is read.
+    let text = simdutf8::basic::from_utf8(line).ok()?;
     let mut pos = skip_ws(line, 0);
     if line.get(pos) != Some(&b'{') {
         return None;
@@ -186,14 +273,14 @@ fn members(cache: &mut TextCache, line: &[u8]) -> Option<Vec<(String, Arc<Value>
             if line.get(pos) != Some(&b'"') {
                 return None;
             }
-            let (key, len) = parse_prefix(&line[pos..], MEMBER_LIMITS).ok()?;
+            let (key, len) = parse_prefix_text(text.get(pos..)?, MEMBER_LIMITS).ok()?;
             let Value::String(key) = key else { return None };
             pos = skip_ws(line, pos + len);
             if line.get(pos) != Some(&b':') {
                 return None;
             }
             pos = skip_ws(line, pos + 1);
-            let (value, len) = cache.read(&line[pos..])?;
+            let (value, len) = cache.read(text.get(pos..)?, Part::of(&key))?;
             if members.iter().any(|(k, _)| *k == key) {
                 return None;
             }

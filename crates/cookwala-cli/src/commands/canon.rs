@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use canonical_json::{CanonicalizeError, Limits, canonicalize, canonicalize_into, digest};
+use canonical_json::{CanonicalizeError, Limits, canonicalize, canonicalize_into_split, digest};
 
 use crate::input::{Bytes, display, huge_buffer, large_file_size, read_json, read_large};
 
@@ -33,12 +33,15 @@ pub fn canon(path: &Path) -> Result<()> {
     };
     // Canonical bytes are the input less its whitespace, unless numbers grow (`1e20`): when
     // they do not fit (or the file changed size meanwhile), the ordinary path below writes them.
+    // A long array in it is written by every core (`canonicalize_into_split`): the parts stay
+    // where each thread wrote them and go out one write each.
     if let (Bytes::Mapped(_), Some(mut out)) = (&input, prepared) {
-        match canonicalize_into(&input, Limits::default(), &mut out) {
-            Ok(Some(len)) => {
+        let jobs = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        match canonicalize_into_split(&input, Limits::default(), &mut out, jobs) {
+            Ok(Some(ranges)) => {
                 drop(input);
-                let bytes = out.get(..len).unwrap_or_default();
-                return write_stdout(bytes).context("cannot write to stdout");
+                let parts = ranges.into_iter().map(|r| out.get(r).unwrap_or_default());
+                return write_stdout(parts).context("cannot write to stdout");
             }
             Ok(None) => {}
             Err(e) => return failed(e),
@@ -49,13 +52,13 @@ pub fn canon(path: &Path) -> Result<()> {
         Err(e) => return failed(e),
     };
     drop(input);
-    write_stdout(&bytes).context("cannot write to stdout")
+    write_stdout([bytes.as_slice()]).context("cannot write to stdout")
 }
 
-/// Writes `bytes` to standard output in one go. Stdout is line-buffered, and a line writer
-/// searches the whole of a large write for its last newline first; on Unix the bytes go to a
-/// duplicate of the descriptor instead (stdout's buffer is empty here).
-fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `parts` to standard output, each in one go. Stdout is line-buffered, and a line
+/// writer searches the whole of a large write for its last newline first; on Unix the bytes go
+/// to a duplicate of the descriptor instead (stdout's buffer is empty here).
+fn write_stdout<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::fd::AsFd;
@@ -63,12 +66,12 @@ fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
         let mut lock = stdout.lock();
         lock.flush()?;
         let mut file = std::fs::File::from(lock.as_fd().try_clone_to_owned()?);
-        file.write_all(bytes)
+        parts.into_iter().try_for_each(|bytes| file.write_all(bytes))
     }
     #[cfg(not(unix))]
     {
         let mut out = std::io::stdout().lock();
-        out.write_all(bytes)?;
+        parts.into_iter().try_for_each(|bytes| out.write_all(bytes))?;
         out.flush()
     }
 }

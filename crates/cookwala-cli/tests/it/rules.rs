@@ -382,7 +382,13 @@ fn dry_run_batch_references_stdin_reuse_and_catalog_by_fleet() {
         first[..first.len() - 1].to_owned(),
         format!("{first}x"),
         first.replacen("\"now\"", "\"n\\ud800\"", 1),
+        // In members the dry run never reads (only checked, not built): still refused, with
+        // the parser's own words.
+        first.replacen(r#""dish":{"#, r#""dish":{"x":1,"x":2,"#, 1),
+        first.replacen(r#""dish":{"#, r#""dish":{"x":"\ud800","#, 1),
+        first.replacen(r#""dish":{"#, r#""dish":{"x":01,"#, 1),
     ];
+    assert!(broken.iter().all(|line| line != first), "the bundle's first recipe has a dish");
     let mut mixed = format!("{first}\n");
     for line in &broken {
         mixed.push_str(line);

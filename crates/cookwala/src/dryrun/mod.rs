@@ -275,6 +275,16 @@ pub struct Options<'a> {
     pub now: Instant,
 }
 
+/// The top-level members of a recipe a dry run reads: nothing else of the document changes its
+/// result. A caller that parses many documents only to dry-run them (`cookwala dry-run --batch`)
+/// checks the whole text and builds only these; `tests::a_dry_run_reads_only_the_members_it_declares`
+/// runs every bundled and conformance case both ways.
+pub const RECIPE_MEMBERS_READ: &[&str] = &["process"];
+
+/// The top-level members of a capabilities document a dry run reads (see
+/// [`RECIPE_MEMBERS_READ`]).
+pub const CAPABILITIES_MEMBERS_READ: &[&str] = &["capabilities"];
+
 /// Runs the dry run of `recipe` on `capabilities`.
 ///
 /// Equivalent to preparing both documents ([`PreparedRecipe`], [`PreparedDevice`]) and calling

@@ -246,3 +246,70 @@ proptest! {
         }
     }
 }
+
+/// `doc` with only its top-level members named in `keep` (a non-object stays as it is).
+fn pruned(doc: &Value, keep: &[&str]) -> Value {
+    match doc {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| keep.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn a_dry_run_reads_only_the_members_it_declares() {
+    use cookwala::dryrun::{CAPABILITIES_MEMBERS_READ, RECIPE_MEMBERS_READ};
+    // Every (recipe, capabilities) pair the bundle and the standard's dryrun vectors hold, with
+    // and without a person present: the result on the pruned documents is the same result.
+    let mut pairs: Vec<(Value, Value, Value)> = Vec::new();
+    let mut now = None;
+    if let Some(b) = bundle() {
+        now = b.get("now").cloned();
+        let recipes = b.get("recipes").and_then(Value::as_object).unwrap();
+        let devices = b.get("devices").and_then(Value::as_object).unwrap();
+        for r in recipes.values() {
+            for d in devices.values() {
+                pairs.push((r.clone(), d.clone(), b.get("safetyLimits").unwrap().clone()));
+            }
+        }
+    }
+    if let Some(dir) = test_support::shared("standards/cookwala/conformance") {
+        let text = test_support::read(&dir.join("dryrun.json"));
+        for case in canonical_json::parse(text.as_bytes()).unwrap().as_array().unwrap() {
+            let input = case.get("input").unwrap();
+            let r = input.get("recipe").unwrap().clone();
+            let d = input.get("capabilities").unwrap().clone();
+            pairs.push((r, d, input.get("limits").cloned().unwrap_or_else(default_pack)));
+        }
+    }
+    let now =
+        parse_timestamp(now.as_ref().and_then(Value::as_str).unwrap_or("2026-01-01T00:00:00Z"))
+            .unwrap();
+    let mut compared = 0;
+    for (recipe, caps, limits) in &pairs {
+        for human_present in [true, false] {
+            let options = Options { human_present, allow_model: true, limits: Some(limits), now };
+            let full = dry_run(Vocabulary::builtin(), recipe, caps, options);
+            let (r, d) =
+                (pruned(recipe, RECIPE_MEMBERS_READ), pruned(caps, CAPABILITIES_MEMBERS_READ));
+            let options = Options { human_present, allow_model: true, limits: Some(limits), now };
+            let lean = dry_run(Vocabulary::builtin(), &r, &d, options);
+            let summary = |x: &Result<DryRun<'_>, _>| match x {
+                Ok(run) => run.summary(),
+                Err(e) => Value::String(format!("{e:?}")),
+            };
+            assert_eq!(summary(&full), summary(&lean), "{recipe:?} on {caps:?}");
+            if let (Ok(a), Ok(b)) = (&full, &lean) {
+                assert_eq!(a.warnings, b.warnings);
+            }
+            compared += 1;
+        }
+    }
+    if test_support::in_ci() {
+        assert!(compared >= 2 * (16 + 7), "only {compared} cases compared");
+    }
+}
