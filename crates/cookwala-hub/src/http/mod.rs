@@ -114,14 +114,22 @@ pub fn app(hub: Hub) -> Router {
         .merge(dashboard::routes())
         .merge(health::routes())
         .route_layer(health::CountLayer(hub.metrics()))
-        .fallback(|| async { ApiError::not_found("no such resource") })
-        .method_not_allowed_fallback(|| async {
-            ApiError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method-not-allowed",
-                "method not allowed",
-            )
-        })
+        // A path no route matches is counted too (as `unmatched`): the route layer above only
+        // sees matched routes.
+        .fallback_service(
+            axum::routing::any(|| async { ApiError::not_found("no such resource") })
+                .layer(health::CountLayer(hub.metrics())),
+        )
+        .method_not_allowed_fallback(axum::handler::Handler::layer(
+            || async {
+                ApiError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "method-not-allowed",
+                    "method not allowed",
+                )
+            },
+            health::CountLayer(hub.metrics()),
+        ))
         .layer(axum::middleware::map_response(limits::problem_413))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body));
     let router = if config.no_auth {

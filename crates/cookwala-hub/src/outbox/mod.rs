@@ -53,6 +53,9 @@ pub(crate) struct Bus {
     /// Events and incidents of in-memory changes whose commit failed; they go out first with
     /// the next commit (event ids deduplicate).
     pub(crate) pending: Mutex<(Vec<NewEvent>, Vec<NewIncident>)>,
+    /// Held shared by every commit, and alone by a commit that carries `pending` (so no later
+    /// event of an execution lands before its earlier ones that a failure left behind).
+    pub(crate) retry_gate: tokio::sync::RwLock<()>,
     pub(crate) started: Instant,
     pub(crate) boot_ms: i64,
     pub(crate) sim_clock_ms: AtomicU64,
@@ -69,6 +72,7 @@ impl Bus {
             closing: watch::Sender::new(false),
             gate: Mutex::new(ProgressGate::default()),
             pending: Mutex::new((Vec::new(), Vec::new())),
+            retry_gate: tokio::sync::RwLock::new(()),
             started: Instant::now(),
             boot_ms: now_ms,
             sim_clock_ms: AtomicU64::new(0),

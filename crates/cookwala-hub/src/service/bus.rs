@@ -31,19 +31,51 @@ impl Hub {
         retry_events: bool,
     ) -> Result<(), StorageError> {
         let bus = &self.inner.bus;
-        {
-            let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
-            if !pending.0.is_empty() || !pending.1.is_empty() {
-                let (events, incidents) = std::mem::take(&mut *pending);
-                commit.events.splice(0..0, events);
-                commit.incidents.splice(0..0, incidents);
+        let has_pending = || {
+            let pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
+            !pending.0.is_empty() || !pending.1.is_empty()
+        };
+        // Events a failed commit left behind go first, in a commit that holds the gate alone:
+        // no other commit (the same execution's next one, say) lands while they are in flight.
+        let mut shared = None;
+        let mut alone = None;
+        if !has_pending() {
+            let guard = bus.retry_gate.read().await;
+            if has_pending() {
+                drop(guard);
+            } else {
+                shared = Some(guard);
             }
+        }
+        if shared.is_none() {
+            alone = Some(bus.retry_gate.write().await);
+        }
+        let absorbed = match alone {
+            Some(_) => {
+                let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
+                std::mem::take(&mut *pending)
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        if !absorbed.0.is_empty() || !absorbed.1.is_empty() {
+            commit.events.splice(0..0, absorbed.0.iter().cloned());
+            commit.incidents.splice(0..0, absorbed.1.iter().cloned());
         }
         if commit.is_empty() {
             return Ok(());
         }
         let has_events = !commit.events.is_empty();
-        let stash = retry_events.then(|| (commit.events.clone(), commit.incidents.clone()));
+        // On failure, what was absorbed goes back in any case (it belongs to other changes, made
+        // in memory already); this commit's own events only with `retry_events`, and never when
+        // its execution was fenced (another replica took it over: what this one did meanwhile
+        // never happened).
+        let (skip_events, skip_incidents) = (absorbed.0.len(), absorbed.1.len());
+        let own = retry_events.then(|| {
+            (
+                commit.events.get(skip_events..).unwrap_or_default().to_vec(),
+                commit.incidents.get(skip_incidents..).unwrap_or_default().to_vec(),
+            )
+        });
         let began = std::time::Instant::now();
         let res = crate::outbox::db(&self.inner.storage, move |s| s.commit(&commit)).await;
         let metrics = &self.inner.metrics;
@@ -59,13 +91,19 @@ impl Hub {
                 Ok(())
             }
             Err(e) => {
-                if let Some((events, incidents)) = stash
+                let (mut events, mut incidents) = absorbed;
+                if let Some((own_events, own_incidents)) = own
                     && !matches!(e, StorageError::Fenced(_))
                 {
+                    events.extend(own_events);
+                    incidents.extend(own_incidents);
+                }
+                if !events.is_empty() || !incidents.is_empty() {
                     let mut pending = bus.pending.lock().unwrap_or_else(PoisonError::into_inner);
                     pending.0.splice(0..0, events);
                     pending.1.splice(0..0, incidents);
                 }
+                drop((shared, alone));
                 Err(e)
             }
         }

@@ -42,6 +42,10 @@ async fn health_is_open_readiness_checks_the_store_and_metrics_need_a_token() {
     let b = call(&app, post("/v1/executions", Some("key-m-000002"), &busy)).await;
     assert_eq!(b.str("state"), "refused");
     hub.advance(6 * 3_600_000).await.unwrap();
+    // A path no route matches, and a method a route does not take.
+    assert_eq!(call(&app, get_with("/no/such/path", None)).await.status, StatusCode::NOT_FOUND);
+    let wrong = call(&app, post("/healthz", None, "{}")).await;
+    assert_eq!(wrong.status, StatusCode::METHOD_NOT_ALLOWED);
     let m = call(&app, get_with("/metrics", Some(TOKEN))).await;
     assert_eq!(m.status, StatusCode::OK);
     assert!(m.content_type().starts_with("application/openmetrics-text"), "{}", m.content_type());
@@ -54,6 +58,8 @@ async fn health_is_open_readiness_checks_the_store_and_metrics_need_a_token() {
         "cookwala_devices 3",
         "cookwala_http_requests_total{route=\"/v1/executions\",method=\"POST\",status=\"202\"} 2",
         "cookwala_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\"} 1",
+        "cookwala_http_requests_total{route=\"unmatched\",method=\"GET\",status=\"404\"} 1",
+        "cookwala_http_requests_total{route=\"/healthz\",method=\"POST\",status=\"405\"} 1",
         "cookwala_store_commit_duration_seconds_count",
     ] {
         assert!(text.contains(needle), "{needle} missing from\n{text}");
