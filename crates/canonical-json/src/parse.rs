@@ -257,6 +257,10 @@ fn split_into(
     jobs: usize,
     min_bytes: usize,
 ) -> Result<Option<Vec<std::ops::Range<usize>>>, CanonicalizeError> {
+    if jobs < 2 || input.len() < min_bytes || out.len() < input.len() {
+        let written = canonicalize_into(input, limits, out)?;
+        return Ok(written.map(|len| std::iter::once(0..len).collect()));
+    }
     if input.len() <= limits.max_bytes
         && let Some(text) = crate::scan::utf8(input)
         && let Ok(ranges) = jcs::split::write(text, limits, out, jobs, min_bytes)

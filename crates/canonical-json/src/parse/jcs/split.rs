@@ -69,11 +69,14 @@ struct Segment<'b> {
 }
 
 /// The main pass's output: the parts it holds so far (its own first, then each worker's in
-/// order, adopted or taken over), writing into `segs[cur]`.
+/// order, adopted or taken over). It writes into `cur`, held apart so that writing costs what
+/// [`Fixed`] costs; `done` are the parts before it, `later` parts after it that a reorder
+/// emptied (they are filled again before any worker's part is taken).
 struct Segmented<'b, 's, 'e> {
-    segs: Vec<Segment<'b>>,
-    cur: usize,
-    /// Bytes in `segs[..cur]`.
+    done: Vec<Segment<'b>>,
+    cur: Segment<'b>,
+    later: VecDeque<Segment<'b>>,
+    /// Bytes in `done`.
     before: usize,
     full: bool,
     pending: VecDeque<Pending<'b, 's>>,
@@ -94,28 +97,26 @@ struct Spawner<'s, 'e> {
 }
 
 impl<'b> Segmented<'b, '_, '_> {
-    fn current(&mut self) -> Option<&mut Segment<'b>> {
-        self.segs.get_mut(self.cur)
-    }
-
     /// Moves writing to the next part: an emptied later one, or the next worker's (whose
     /// bytes are dropped: the main pass is past its guess or short of room). `false` when
     /// there is none left.
     fn advance(&mut self) -> bool {
-        if self.cur + 1 >= self.segs.len() && self.take_next(None).is_none() {
+        if self.later.is_empty() && self.take_next(None).is_none() {
             return false;
         }
-        self.before += self.segs.get(self.cur).map_or(0, |s| s.used);
-        self.cur += 1;
+        let Some(next) = self.later.pop_front() else { return false };
+        let old = std::mem::replace(&mut self.cur, next);
+        self.before += old.used;
+        self.done.push(old);
         true
     }
 
-    /// Joins the next worker and appends its part, after every part there is (those after
-    /// the current one are empty): with its bytes when the pass stands at its guess, at an
-    /// element start of an array at `depth`, and its run fits under `max_depth` from there
-    /// (`Some(Some(stop))`, where the pass goes on), else empty (`Some(None)`). `None` when
-    /// there was no worker left, or it could not be joined (its part is then lost, and the
-    /// output is full).
+    /// Joins the next worker and puts its part after every part there is (those after the
+    /// current one are empty): with its bytes when the pass stands at its guess, at an element
+    /// start of an array at `depth`, and its run fits under `max_depth` from there (then the
+    /// part becomes the current one and `Some(Some(stop))` says where the pass goes on), else
+    /// empty, in `later` (`Some(None)`). `None` when there was no worker left, or it could not
+    /// be joined (its part is then lost, and the output is full).
     fn take_next(&mut self, adopt: Option<(usize, usize, usize)>) -> Option<Option<usize>> {
         let next = self.pending.pop_front()?;
         let Ok((buf, done)) = next.worker.join() else {
@@ -130,65 +131,72 @@ impl<'b> Segmented<'b, '_, '_> {
             }
             _ => None,
         };
-        let used = adopted.map_or(0, |d| d.len);
-        self.segs.push(Segment { at: next.at, buf, used });
-        Some(adopted.map(|d| d.stop))
+        let Some(done) = adopted else {
+            self.later.push_back(Segment { at: next.at, buf, used: 0 });
+            return Some(None);
+        };
+        // Writing goes on at the end of the adopted bytes.
+        let old = std::mem::replace(&mut self.cur, Segment { at: next.at, buf, used: done.len });
+        self.before += old.used;
+        self.done.push(old);
+        self.done.extend(self.later.drain(..));
+        Some(Some(done.stop))
     }
 
     /// The ranges of the caller's buffer that hold the output, in order.
     fn ranges(&self) -> Vec<Range<usize>> {
-        let Some(last) = self.segs.get(..=self.cur) else { return Vec::new() };
-        last.iter().filter(|s| s.used > 0).map(|s| s.at..s.at + s.used).collect()
+        self.done
+            .iter()
+            .chain(std::iter::once(&self.cur))
+            .filter(|s| s.used > 0)
+            .map(|s| s.at..s.at + s.used)
+            .collect()
     }
 }
 
 impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
     fn len(&self) -> usize {
-        self.before + self.segs.get(self.cur).map_or(0, |s| s.used)
+        self.before + self.cur.used
     }
 
     fn push(&mut self, byte: u8) {
-        if let Some(seg) = self.segs.get_mut(self.cur)
-            && let Some(slot) = seg.buf.get_mut(seg.used)
-        {
-            *slot = byte;
-            seg.used += 1;
-            return;
+        match self.cur.buf.get_mut(self.cur.used) {
+            Some(slot) => {
+                *slot = byte;
+                self.cur.used += 1;
+            }
+            None => self.extend(&[byte]),
         }
-        self.extend(&[byte]);
     }
 
     /// As [`Fixed`]: a short run is one 16-byte move where both buffers have room.
     fn copy(&mut self, input: &[u8], start: usize, end: usize) {
         const WIDE: usize = 16;
+        let used = self.cur.used;
         if end - start <= WIDE
-            && let Some(seg) = self.segs.get_mut(self.cur)
             && let (Some(from), Some(to)) =
-                (input.get(start..start + WIDE), seg.buf.get_mut(seg.used..seg.used + WIDE))
+                (input.get(start..start + WIDE), self.cur.buf.get_mut(used..used + WIDE))
         {
             to.copy_from_slice(from);
-            seg.used += end - start;
+            self.cur.used += end - start;
             return;
         }
         self.extend(input.get(start..end).unwrap_or_default());
     }
 
     fn extend(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            let Some(seg) = self.current() else {
-                self.full = true;
-                return;
-            };
-            let room = seg.buf.len() - seg.used;
-            let n = room.min(bytes.len());
-            if let (Some(to), Some(from)) =
-                (seg.buf.get_mut(seg.used..seg.used + n), bytes.get(..n))
-            {
+        loop {
+            let used = self.cur.used;
+            let n = (self.cur.buf.len() - used).min(bytes.len());
+            if let (Some(to), Some(from)) = (self.cur.buf.get_mut(used..used + n), bytes.get(..n)) {
                 to.copy_from_slice(from);
-                seg.used += n;
+                self.cur.used += n;
             }
             bytes = bytes.get(n..).unwrap_or_default();
-            if !bytes.is_empty() && !self.advance() {
+            if bytes.is_empty() {
+                return;
+            }
+            if !self.advance() {
                 self.full = true;
                 return;
             }
@@ -196,23 +204,20 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
     }
 
     fn truncate(&mut self, len: usize) {
-        // Back to the part that holds offset `len`; every later part is emptied.
-        while len < self.before && self.cur > 0 {
-            if let Some(seg) = self.segs.get_mut(self.cur) {
-                seg.used = 0;
-            }
-            self.cur -= 1;
-            self.before -= self.segs.get(self.cur).map_or(0, |s| s.used);
+        // Back to the part that holds offset `len`; every part after it is emptied.
+        while len < self.before {
+            let Some(prev) = self.done.pop() else { break };
+            self.before -= prev.used;
+            let mut emptied = std::mem::replace(&mut self.cur, prev);
+            emptied.used = 0;
+            self.later.push_front(emptied);
         }
-        let before = self.before;
-        if let Some(seg) = self.current() {
-            seg.used = seg.used.min(len - before);
-        }
+        self.cur.used = self.cur.used.min(len.saturating_sub(self.before));
     }
 
     fn tail_into(&self, start: usize, dst: &mut Vec<u8>) {
         let mut at = 0;
-        for seg in self.segs.get(..=self.cur).unwrap_or_default() {
+        for seg in self.done.iter().chain(std::iter::once(&self.cur)) {
             let from = start.saturating_sub(at).min(seg.used);
             dst.extend_from_slice(seg.buf.get(from..seg.used).unwrap_or_default());
             at += seg.used;
@@ -222,24 +227,21 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
     /// The workers start at the first array (of the first few near the top) whose first
     /// element gives guesses near their marks (see [`guesses`]).
     fn enter_array(&mut self, first: usize, depth: usize) {
-        if depth > MAX_SPLIT_DEPTH || self.cur != 0 || self.segs.len() != 1 {
+        if depth > MAX_SPLIT_DEPTH || !self.done.is_empty() || !self.later.is_empty() {
             return;
         }
         let Some(spawner) = self.spawner.as_mut() else { return };
         spawner.tries = spawner.tries.saturating_sub(1);
         let guesses = guesses(spawner.text.as_bytes(), spawner.jobs, first);
-        let used = self.segs.first().map_or(0, |s| s.used);
         // The main pass's part ends at the first guess: what it wrote so far must fit in it.
-        if guesses.first().is_none_or(|&g| g < used) {
+        if guesses.first().is_none_or(|&g| g < self.cur.used) {
             if spawner.tries == 0 {
                 self.spawner = None;
             }
             return;
         }
-        let (Some(spawner), Some(seg)) = (self.spawner.take(), self.segs.first_mut()) else {
-            return;
-        };
-        let mut rest = std::mem::take(&mut seg.buf);
+        let Some(spawner) = self.spawner.take() else { return };
+        let mut rest = std::mem::take(&mut self.cur.buf);
         let mut prev = 0;
         let mut parts = Vec::with_capacity(guesses.len() + 1);
         for &at in &guesses {
@@ -250,7 +252,7 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
         }
         parts.push(rest);
         let mut parts = parts.into_iter();
-        seg.buf = parts.next().unwrap_or_default();
+        self.cur.buf = parts.next().unwrap_or_default();
         for (i, (part, &at)) in parts.zip(&guesses).enumerate() {
             let stop_at = guesses.get(i + 1).copied().unwrap_or(usize::MAX);
             let worker = spawn(&spawner, part, at, stop_at);
@@ -265,10 +267,6 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
             }
             // The pass is at or past the guess: the worker is joined either way.
             if let Some(stop) = self.take_next(Some((pos, depth, max_depth)))? {
-                // Writing goes on at the end of the adopted bytes (parts between are empty).
-                let added = self.segs.len() - 1;
-                self.before += self.segs.get(self.cur).map_or(0, |s| s.used);
-                self.cur = added;
                 return Some(stop);
             }
         }
@@ -384,8 +382,9 @@ pub(crate) fn write(
     let cancel = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let out = Segmented {
-            segs: vec![Segment { at: 0, buf: out, used: 0 }],
-            cur: 0,
+            done: Vec::new(),
+            cur: Segment { at: 0, buf: out, used: 0 },
+            later: VecDeque::new(),
             before: 0,
             full: false,
             pending: VecDeque::new(),
