@@ -255,8 +255,11 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
         self.cur.buf = parts.next().unwrap_or_default();
         for (i, (part, &at)) in parts.zip(&guesses).enumerate() {
             let stop_at = guesses.get(i + 1).copied().unwrap_or(usize::MAX);
-            let worker = spawn(&spawner, part, at, stop_at);
-            self.pending.push_back(Pending { at, worker });
+            // A thread the system refuses costs its part of the buffer, nothing else: the
+            // output only needs less room than the input, and the fallback path has all it needs.
+            if let Some(worker) = spawn(&spawner, part, at, stop_at) {
+                self.pending.push_back(Pending { at, worker });
+            }
         }
     }
 
@@ -405,21 +408,24 @@ pub(crate) fn write(
     })
 }
 
+/// A worker for `part` (`None` when the system refuses a thread).
 fn spawn<'b, 's>(
     spawner: &Spawner<'s, '_>,
     part: &'b mut [u8],
     at: usize,
     stop_at: usize,
-) -> Worker<'b, 's>
+) -> Option<Worker<'b, 's>>
 where
     'b: 's,
 {
     let (text, limits, cancel) = (spawner.text, spawner.limits, spawner.cancel);
-    spawner.scope.spawn(move || {
+    let builder = std::thread::Builder::new().name("canon-split".to_owned());
+    let worker = builder.spawn_scoped(spawner.scope, move || {
         let mut fixed = Fixed { buf: &mut *part, len: 0, full: false };
         let done = elements(text, limits, at, stop_at, &mut fixed, cancel);
         (part, done)
-    })
+    });
+    worker.ok()
 }
 
 #[cfg(test)]
