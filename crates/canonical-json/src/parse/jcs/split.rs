@@ -2,8 +2,10 @@
 //!
 //! A large document is nearly always one long array somewhere (a recipe's nodes, a catalog's
 //! entries), and the elements of an array are written independently of each other. So the
-//! input is cut at `jobs - 1` guesses: at `i/jobs` of the way through, the next `,` followed
-//! by `{` or `[` *may* start an element of such an array. A worker thread writes the elements
+//! input is cut at `jobs - 1` guesses: when the main pass enters an array near the top whose
+//! first element is an object, the first place after `i/jobs` of the way through where a `,`
+//! is followed by that element's opening up to its first key (`{"id"`, say) *may* start an
+//! element of the same array. A worker thread writes the elements
 //! from its guess on, as if it were one (into its own part of the caller's buffer), until the
 //! array's `]` or until it reaches the next guess at an element start of its own array. The
 //! main thread runs the ordinary pass from the start; whenever it stands at the start of an
@@ -18,7 +20,8 @@
 //! members span parts is reordered across them.
 //!
 //! Work: each thread's pass is linear in what it reads and its reorders share a budget of 32
-//! times its part, so the whole is at most `jobs` linear passes; the wall time is about one
+//! times its part, so the whole is at most `jobs` linear passes; looking for guesses reads at
+//! most the input's length in all, however many arrays are tried; the wall time is about one
 //! part when the guesses hold.
 
 use std::collections::VecDeque;
@@ -94,6 +97,8 @@ struct Spawner<'s, 'e> {
     cancel: &'s AtomicBool,
     /// Arrays still to try.
     tries: usize,
+    /// Bytes the search for guesses may still read.
+    search: usize,
 }
 
 impl<'b> Segmented<'b, '_, '_> {
@@ -232,7 +237,7 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
         }
         let Some(spawner) = self.spawner.as_mut() else { return };
         spawner.tries = spawner.tries.saturating_sub(1);
-        let guesses = guesses(spawner.text.as_bytes(), spawner.jobs, first);
+        let guesses = guesses(spawner.text.as_bytes(), spawner.jobs, first, &mut spawner.search);
         // The main pass's part ends at the first guess: what it wrote so far must fit in it.
         if guesses.first().is_none_or(|&g| g < self.cur.used) {
             if spawner.tries == 0 {
@@ -281,13 +286,18 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
 /// one does: a `,`, whitespace, and the same opening up to the end of its first key (`{"id"`,
 /// say, whitespace included; an element that is not an object with a plain first key gives no
 /// guesses). Strictly increasing; none too far from its mark.
-fn guesses(input: &[u8], jobs: usize, first: usize) -> Vec<usize> {
+fn guesses(input: &[u8], jobs: usize, first: usize, budget: &mut usize) -> Vec<usize> {
     let Some(signature) = signature(input, first) else { return Vec::new() };
+    let share = input.len() / jobs;
     let mut found: Vec<usize> = Vec::new();
     for i in 1..jobs {
-        let mark = input.len() / jobs * i;
+        let mark = share * i;
         let from = found.last().map_or(mark, |&last| mark.max(last + 1)).max(first + 1);
-        let end = input.len().min(from.saturating_add(SEARCH_BYTES));
+        // Within its own share (a guess past the next mark is worth nothing), and within what
+        // the search may still read.
+        let window = SEARCH_BYTES.min(share).min(*budget);
+        *budget -= window;
+        let end = input.len().min(from.saturating_add(window));
         let mut at = from;
         while let Some(comma) = input.get(at..end).and_then(|w| w.iter().position(|&b| b == b',')) {
             at += comma + 1;
@@ -398,6 +408,7 @@ pub(crate) fn write(
                 jobs,
                 cancel: &cancel,
                 tries: SPLIT_TRIES,
+                search: input.len(),
             }),
         };
         let written = Canon::new(text, limits, out, reorder_budget(input.len())).document();
