@@ -134,17 +134,33 @@ impl Out for Fixed<'_> {
     /// Short runs (most strings and numbers) are copied as one 16-byte move where both
     /// buffers have room: the bytes past `end` land beyond `len`, where the next write goes.
     fn copy(&mut self, input: &[u8], start: usize, end: usize) {
-        const WIDE: usize = 16;
-        if end - start <= WIDE
-            && let (Some(from), Some(to)) =
-                (input.get(start..start + WIDE), self.buf.get_mut(self.len..self.len + WIDE))
-        {
-            to.copy_from_slice(from);
-            self.len += end - start;
+        if wide_copy(self.buf, &mut self.len, input, start, end) {
             return;
         }
         self.extend(input.get(start..end).unwrap_or_default());
     }
+}
+
+/// Copies a short run `input[start..end]` (16 bytes at most) to `buf[*len..]` as one 16-byte
+/// move where both slices have room (the bytes past `end` land beyond the new `*len`, where
+/// the next write goes); `false` when it did not (the caller copies it the ordinary way).
+pub(crate) fn wide_copy(
+    buf: &mut [u8],
+    len: &mut usize,
+    input: &[u8],
+    start: usize,
+    end: usize,
+) -> bool {
+    const WIDE: usize = 16;
+    if end - start <= WIDE
+        && let (Some(from), Some(to)) =
+            (input.get(start..start + WIDE), buf.get_mut(*len..*len + WIDE))
+    {
+        to.copy_from_slice(from);
+        *len += end - start;
+        return true;
+    }
+    false
 }
 
 impl From<super::ParseError> for GiveUp {

@@ -29,7 +29,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
 
-use super::{Canon, Fixed, GiveUp, Out, reorder_budget};
+use super::{Canon, Fixed, GiveUp, Out, reorder_budget, wide_copy};
 use crate::parse::Limits;
 
 /// Documents below this size run on one thread (a thread costs more than it saves).
@@ -176,14 +176,7 @@ impl<'b: 's, 's> Out for Segmented<'b, 's, '_> {
 
     /// As [`Fixed`]: a short run is one 16-byte move where both buffers have room.
     fn copy(&mut self, input: &[u8], start: usize, end: usize) {
-        const WIDE: usize = 16;
-        let used = self.cur.used;
-        if end - start <= WIDE
-            && let (Some(from), Some(to)) =
-                (input.get(start..start + WIDE), self.cur.buf.get_mut(used..used + WIDE))
-        {
-            to.copy_from_slice(from);
-            self.cur.used += end - start;
+        if wide_copy(self.cur.buf, &mut self.cur.used, input, start, end) {
             return;
         }
         self.extend(input.get(start..end).unwrap_or_default());
